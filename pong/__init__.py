@@ -1,0 +1,18 @@
+"""pong: Karpathy's policy-gradient Pong in NumPy, games played in parallel by Ray actors.
+
+The pieces, in the order the data flows:
+
+- ``preprocess``: RGB frame -> 6400 inputs (``pong.preprocess``).
+- ``Model``: the two-layer policy network and its RMSProp update (``pong.model``).
+- ``rollout``: play one episode; ``episode_gradient``: its gradient (``pong.rollout``).
+- ``process_rewards``: discounted returns with the per-point reset (``pong.rewards``).
+- ``RolloutWorker``: the Ray actor that owns an env and returns gradients (``pong.worker``).
+"""
+
+from pong.model import Model
+from pong.preprocess import preprocess
+from pong.rewards import process_rewards
+from pong.rollout import episode_gradient, rollout
+from pong.worker import RolloutWorker
+
+__all__ = ["Model", "RolloutWorker", "episode_gradient", "preprocess", "process_rewards", "rollout"]

@@ -1,0 +1,162 @@
+"""Connecting to Ray: a local instance, or an existing cluster checked before joining.
+
+``ray.init(address=...)`` on an address where nothing answers retries for
+minutes, and a cluster that refuses the client's token only says "Failed to
+connect". ``connect`` checks the address first, so a user gets one line naming
+the address and the cause within seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+from collections.abc import Iterator
+
+import ray
+
+__all__ = ["ClusterError", "cluster_summary", "connect", "resolve_address"]
+
+PROBE_TIMEOUT_S = 10.0  # TCP connect to the head node
+HANDSHAKE_TIMEOUT_S = 20.0  # first exchange with its GCS (authentication happens here)
+TOKEN_HELP = (
+    "set RAY_AUTH_MODE=token and make the cluster's token available here"
+    " (copy the head node's ~/.ray/auth_token to ~/.ray/auth_token, or set RAY_AUTH_TOKEN)"
+)
+
+
+class ClusterError(RuntimeError):
+    """Ray could not be started or joined; the message is one line for the user."""
+
+
+def resolve_address(flag: str | None) -> str | None:
+    """The cluster to join: the ``--address``/``--redis-address`` flag, else ``RAY_ADDRESS``.
+
+    ``None`` means: start a local Ray.
+    """
+    return flag or os.environ.get("RAY_ADDRESS") or None
+
+
+def _split(address: str) -> tuple[str, int] | None:
+    """``"HOST:PORT"`` -> ``(HOST, PORT)``; ``None`` for forms Ray resolves itself ("auto")."""
+    if address == "auto" or "://" in address:
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ClusterError(f"cluster address must be HOST:PORT, got {address!r}")
+    return host.strip("[]"), int(port)
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence file descriptor 2: Ray's C++ client logs its retries there."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _handshake(address: str) -> None:
+    """Open a GCS client to ``address``: fails at once when the token is refused."""
+    try:
+        from ray._raylet import GcsClient  # private, so only a best-effort early check
+    except ImportError:
+        return
+    GcsClient(address=address)
+
+
+def _check_address(address: str) -> None:
+    """Raise ``ClusterError`` unless a Ray head that accepts us answers at ``address``."""
+    parts = _split(address)
+    if parts is None:
+        return
+    try:
+        socket.create_connection(parts, timeout=PROBE_TIMEOUT_S).close()
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise ClusterError(f"no Ray cluster answers at {address}: {reason}") from None
+
+    outcome: list[BaseException | None] = []
+
+    def attempt() -> None:
+        try:
+            _handshake(address)
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            outcome.append(e)
+
+    with _quiet_stderr():
+        thread = threading.Thread(target=attempt, daemon=True)
+        thread.start()
+        thread.join(HANDSHAKE_TIMEOUT_S)
+    if not outcome:
+        raise ClusterError(
+            f"{address} accepts connections but no Ray cluster replied within"
+            f" {HANDSHAKE_TIMEOUT_S:.0f} s; is it the head node's GCS port (6379 by default)?"
+        )
+    _raise_for(address, outcome[0])
+
+
+def _raise_for(address: str, error: BaseException | None) -> None:
+    """Turn what Ray raised while joining ``address`` into a one-line ``ClusterError``."""
+    if error is None:
+        return
+    text = str(error)
+    token_mode = os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
+    if isinstance(error, ray.exceptions.AuthenticationError) or "Unauthenticated" in text:
+        if "no authentication token was found" in text:
+            raise ClusterError(f"RAY_AUTH_MODE=token is set but no token was found: {TOKEN_HELP}")
+        if token_mode:
+            raise ClusterError(
+                f"the Ray cluster at {address} refused this machine's token: use the head"
+                " node's ~/.ray/auth_token (or RAY_AUTH_TOKEN)"
+            )
+        raise ClusterError(
+            f"the Ray cluster at {address} requires token authentication: {TOKEN_HELP}"
+        )
+    raise ClusterError(f"could not join the Ray cluster at {address}: {text.splitlines()[0]}")
+
+
+def connect(address: str | None, num_cpus: int | None = None) -> None:
+    """Join the cluster at ``address``, or start a local Ray when it is ``None``.
+
+    Args:
+        address: ``HOST:PORT`` of a head node (or ``"auto"``), or ``None``.
+        num_cpus: CPUs of the local Ray; only with ``address=None``.
+
+    Raises:
+        ClusterError: nothing answers at ``address``, the cluster refuses the
+            client's authentication, or Ray fails to start.
+    """
+    if address is not None and num_cpus is not None:
+        raise ClusterError("--num-cpus applies to a local Ray only, not with a cluster address")
+    if address is not None:
+        _check_address(address)
+    # A new local Ray turns token authentication on and says how to opt out; we
+    # keep it on, so the advice is noise here.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
+        logging.ERROR
+    )
+    try:
+        ray.init(
+            address=address,
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+        )
+    except (ConnectionError, ValueError, RuntimeError, ray.exceptions.RayError) as e:
+        _raise_for(address or "local", e)
+
+
+def cluster_summary(address: str | None) -> str:
+    """One phrase for the start line: where the run is and how big it is."""
+    nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+    cpus = int(ray.cluster_resources().get("CPU", 0))
+    where = f"the Ray cluster at {address}" if address else "a local Ray"
+    return f"{where} ({nodes} node{'s' * (nodes != 1)}, {cpus} CPUs)"

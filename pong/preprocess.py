@@ -1,0 +1,37 @@
+"""Preprocessing: one 210 x 160 x 3 RGB Pong frame -> 6400 inputs of 0 or 1."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["BACKGROUND", "preprocess"]
+
+BACKGROUND = (144, 109)  # red-channel values of Pong's two background colours
+
+
+def preprocess(frame: np.ndarray) -> np.ndarray:
+    """Crop, downsample and binarise one frame.
+
+    Rows 35..194 (the playing field, without the score), every second row and
+    column, red channel: an 80 x 80 image. Background pixels become 0, every
+    other pixel (paddles, ball) becomes 1. The caller's frame is not modified
+    (the original wrote into it).
+
+    Args:
+        frame: (210, 160, 3) uint8 RGB observation.
+
+    Returns:
+        (6400,) float64 array of 0.0 and 1.0.
+
+    Example:
+        >>> frame = np.full((210, 160, 3), 144, dtype=np.uint8)
+        >>> frame[35, 0, 0] = 236  # the ball, in the first kept pixel
+        >>> x = preprocess(frame)
+        >>> x.shape, x.sum(), x[0]
+        ((6400,), np.float64(1.0), np.float64(1.0))
+    """
+    if frame.shape != (210, 160, 3):
+        raise ValueError(f"expected a (210, 160, 3) Pong frame, got shape {frame.shape}")
+    field = frame[35:195:2, ::2, 0]  # (80, 80) view; nothing is written through it
+    is_object = (field != BACKGROUND[0]) & (field != BACKGROUND[1])
+    return is_object.astype(np.float64).ravel()

@@ -1,0 +1,73 @@
+"""Reward helpers: discounted returns with Pong's per-point reset, and advantages."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["advantages", "gamma", "process_rewards"]
+
+gamma = 0.99  # discount factor for reward
+
+
+def process_rewards(r: np.ndarray, gamma: float = gamma) -> np.ndarray:
+    """Discounted returns, computed backwards in time.
+
+    A non-zero reward means a point just ended (Pong-specific), so the running
+    sum restarts there: a point's outcome is not credited to the point before.
+
+    Args:
+        r: (T,) rewards, one per step.
+        gamma: discount factor.
+
+    Returns:
+        (T,) float64 discounted returns.
+
+    Example:
+        >>> process_rewards(np.array([0.0, 0.0, 1.0, 0.0, -1.0]), gamma=0.5)
+        array([ 0.25,  0.5 ,  1.  , -0.5 , -1.  ])
+    """
+    r = np.asarray(r, dtype=np.float64).ravel()
+    discounted_r = np.zeros_like(r)
+    running_add = 0.0
+    for t in reversed(range(r.size)):
+        if r[t] != 0:
+            running_add = 0.0  # game boundary: reset the sum
+        running_add = running_add * gamma + r[t]
+        discounted_r[t] = running_add
+    return discounted_r
+
+
+def advantages(r: np.ndarray, gamma: float = gamma) -> tuple[np.ndarray, str | None]:
+    """Standardised discounted returns: the per-step advantage of one episode.
+
+    The 2016 program divides by the standard deviation unconditionally, which
+    turns an episode whose returns are all equal (for example one truncated
+    before any point was scored) into NaN weights. Here such an episode gets
+    zero advantages, so it contributes a zero gradient, and a note says so.
+
+    Args:
+        r: (T,) rewards of one episode.
+        gamma: discount factor.
+
+    Returns:
+        ``(adv, note)``: (T,) float64 advantages with mean 0 and standard
+        deviation 1, and ``None``; or zeros and a one-line note saying why.
+
+    Example:
+        >>> adv, note = advantages(np.array([0.0, 1.0]), gamma=0.5)
+        >>> adv, note
+        (array([-1.,  1.]), None)
+        >>> advantages(np.zeros(3))[1]
+        'returns constant over the 3-step episode (std 0): zero gradient instead of NaN'
+    """
+    returns = process_rewards(r, gamma)
+    returns -= np.mean(returns)
+    std = np.std(returns)
+    if not std > 0 or not np.isfinite(std):
+        note = (
+            f"returns constant over the {returns.size}-step episode (std {std:g}):"
+            " zero gradient instead of NaN"
+        )
+        return np.zeros_like(returns), note
+    returns /= std
+    return returns, None

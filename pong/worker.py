@@ -1,0 +1,79 @@
+"""The Ray actor that plays Pong: it owns one env and returns one episode's gradient."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import NamedTuple
+
+import numpy as np
+import ray
+
+from pong.env import DEFAULT_ENV, make_env
+from pong.model import Model
+from pong.rollout import episode_gradient, rollout
+
+__all__ = ["THREAD_ENV_VARS", "Result", "RolloutWorker"]
+
+# Each worker runs its small matrix products single-threaded: ten workers with a
+# BLAS thread pool per core would fight over the cores. The variables must be in
+# the process's environment before NumPy loads its BLAS, so they travel in Ray's
+# runtime_env rather than being set inside the actor (too late: NumPy is loaded).
+THREAD_ENV_VARS = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+}
+
+
+class Result(NamedTuple):
+    """What a worker returns for one episode.
+
+    Attributes:
+        grad: ``{"W1": (H, D), "W2": (H,)}`` policy gradient of the episode.
+        reward: the episode's total reward (points won minus points lost).
+        steps: number of env steps.
+        note: ``None``, or one line on what was done about a degenerate episode.
+    """
+
+    grad: dict[str, np.ndarray]
+    reward: float
+    steps: int
+    note: str | None
+
+
+@ray.remote(runtime_env={"env_vars": THREAD_ENV_VARS})
+class RolloutWorker:
+    """Owns one env, created once; plays one episode per ``compute_gradient`` call.
+
+    Args:
+        env_id: Gymnasium id of the env.
+        seed: seeds this worker's action draws and the env's first reset
+            (``None``: fresh entropy).
+    """
+
+    def __init__(
+        self, env_id: str = DEFAULT_ENV, seed: int | np.random.SeedSequence | None = None
+    ) -> None:
+        self.env = make_env(env_id)
+        if not isinstance(seed, np.random.SeedSequence):
+            seed = np.random.SeedSequence(seed)
+        actions_seed, env_seed = seed.spawn(2)
+        self.rng = np.random.default_rng(actions_seed)
+        self.reset_seed: int | None = int(env_seed.generate_state(1)[0])  # first reset only
+
+    def compute_gradient(self, model: Model) -> Result:
+        """Play one episode with ``model`` and return its gradient and reward."""
+        episode = rollout(model, self.env, self.rng, seed=self.reset_seed)
+        self.reset_seed = None  # later resets continue the env's seeded stream
+        grad, note = episode_gradient(model, episode)
+        return Result(grad, float(episode.epr.sum()), len(episode.epr), note)
+
+    def describe(self) -> dict[str, object]:
+        """Where this worker runs: node id, host name, pid and thread variables."""
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+            "thread_env": {k: os.environ.get(k) for k in THREAD_ENV_VARS},
+        }

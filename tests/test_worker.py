@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import ray
+
+from pong.model import D, H, Model
+from pong.worker import THREAD_ENV_VARS, RolloutWorker
+
+pytestmark = [pytest.mark.ray, pytest.mark.ale]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+def test_workers_return_finite_gradients_and_same_seed_same_gradient(local_ray) -> None:
+    model_ref = ray.put(Model(seed=0))
+    a, b = RolloutWorker.remote(seed=11), RolloutWorker.remote(seed=11)
+    ra, rb = ray.get([a.compute_gradient.remote(model_ref), b.compute_gradient.remote(model_ref)])
+    assert ra.grad["W1"].shape == (H, D) and ra.grad["W2"].shape == (H,)
+    assert all(np.all(np.isfinite(g)) for g in ra.grad.values())
+    assert np.any(ra.grad["W1"]) and ra.note is None
+    assert -21 <= ra.reward <= 21 and ra.steps > 100
+    assert ra.reward == rb.reward and ra.steps == rb.steps
+    for k in ("W1", "W2"):
+        np.testing.assert_array_equal(ra.grad[k], rb.grad[k])
+
+
+def test_workers_run_numpy_single_threaded_in_their_own_process(local_ray) -> None:
+    info = ray.get(RolloutWorker.remote(seed=1).describe.remote())
+    assert info["pid"] != os.getpid()
+    assert info["thread_env"] == THREAD_ENV_VARS
