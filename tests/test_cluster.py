@@ -1,0 +1,135 @@
+"""A real two-node Ray cluster, started with ``ray start`` on this machine, with token auth."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_driver import BATCH_LINE
+
+pytestmark = [pytest.mark.ray, pytest.mark.ale, pytest.mark.cluster]
+
+ROOT = Path(__file__).resolve().parents[1]
+RAY = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ray(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([RAY, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Head and one worker node, 1 CPU each; token authentication on; stopped afterwards."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    token = tmp / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env = {
+        **base,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    address = f"127.0.0.1:{_free_port()}"
+    port = address.rpartition(":")[2]
+    try:
+        head = _ray(
+            [
+                "start",
+                "--head",
+                f"--port={port}",
+                "--node-ip-address=127.0.0.1",
+                "--num-cpus=1",
+                "--include-dashboard=false",
+            ],
+            env,
+        )
+        assert head.returncode == 0, head.stderr
+        node = _ray(
+            ["start", f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1"], env
+        )
+        assert node.returncode == 0, node.stderr
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status = _ray(["status", f"--address={address}"], env).stdout
+            if len(re.findall(r"^ 1 node_", status, re.M)) == 2:
+                break
+            time.sleep(1)
+        else:
+            pytest.fail(f"the second node never joined:\n{status}")
+        yield address, env, base
+    finally:
+        _ray(["stop", "--force"], env)
+
+
+def test_driver_trains_on_both_nodes_with_redis_address(cluster) -> None:
+    address, env, _ = cluster
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "driver.py",
+            f"--redis-address={address}",
+            "--batch-size=2",
+            "--iterations=2",
+            "--seed=0",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"Running on the Ray cluster at {address} (2 nodes, 2 CPUs)")
+    assert sum(bool(BATCH_LINE.match(line)) for line in lines) == 2, proc.stdout
+
+
+def test_a_client_without_the_token_mode_is_told_what_to_set(cluster) -> None:
+    address, _, base = cluster
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "driver.py", f"--address={address}", "--iterations=1"],
+        cwd=ROOT,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert time.monotonic() - start < 30
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert f"the Ray cluster at {address} requires token authentication" in proc.stderr
+    assert "RAY_AUTH_MODE=token" in proc.stderr
+
+
+def test_a_wrong_token_is_refused_with_one_line(cluster, tmp_path) -> None:
+    address, env, _ = cluster
+    wrong = tmp_path / "wrong_token"
+    wrong.write_text(secrets.token_hex(32))
+    proc = subprocess.run(
+        [sys.executable, "driver.py", f"--address={address}", "--iterations=1"],
+        cwd=ROOT,
+        env={**env, "RAY_AUTH_TOKEN_PATH": str(wrong)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert f"the Ray cluster at {address} refused this machine's token" in proc.stderr
