@@ -109,7 +109,8 @@ def _raise_for(address: str, error: BaseException | None) -> None:
         return
     text = str(error)
     token_mode = os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
-    if isinstance(error, ray.exceptions.AuthenticationError) or "Unauthenticated" in text:
+    auth_error = getattr(ray.exceptions, "AuthenticationError", ())  # Ray >= 2.5x
+    if isinstance(error, auth_error) or "Unauthenticated" in text:
         if "no authentication token was found" in text:
             raise ClusterError(f"RAY_AUTH_MODE=token is set but no token was found: {TOKEN_HELP}")
         if token_mode:

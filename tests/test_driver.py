@@ -68,6 +68,15 @@ def test_address_where_nothing_answers_fails_fast_naming_it(flag, capsys) -> Non
     assert err.count("\n") == 1 and f"no Ray cluster answers at 127.0.0.1:{port}" in err
 
 
+def test_ray_address_variable_is_honoured(monkeypatch, capsys) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    assert driver.main([]) == 1
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in capsys.readouterr().err
+
+
 def test_malformed_address_is_named(capsys) -> None:
     assert driver.main(["--address=localhost"]) == 1
     assert "cluster address must be HOST:PORT, got 'localhost'" in capsys.readouterr().err
