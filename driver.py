@@ -7,7 +7,7 @@ Run:
 
 Each update, one RolloutWorker actor per batch slot plays a game with the
 current weights and returns its gradient; the driver adds the gradients up as
-they arrive and applies one RMSProp step. Expect one line per update:
+they arrive and applies one RMSProp step (pong/train.py). Expect one line per update:
 
   Batch 1 computed 10 rollouts (10423 steps) in 4.21 seconds (2476 steps/s), running mean is -20.97
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -153,18 +152,10 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def train(args: argparse.Namespace, address: str | None) -> int:
-    """The training loop; returns the number of updates done."""
-    import ray
-
+def train(args: argparse.Namespace, address: str | None) -> None:
+    """Run updates until ``--iterations`` (or forever), one line each."""
     from pong.cluster import cluster_summary
-    from pong.model import Model, zeros_like_weights
-    from pong.worker import RolloutWorker
-
-    model_seed, *worker_seeds = np.random.SeedSequence(args.seed).spawn(1 + args.batch_size)
-    model = Model(model_seed)
-    grad_buffer = zeros_like_weights(model.weights)  # sum of the batch's gradients
-    rmsprop_cache = zeros_like_weights(model.weights)  # RMSProp memory
+    from pong.train import Trainer
 
     until = f"{args.iterations} updates" if args.iterations else "until interrupted (Ctrl-C)"
     print(
@@ -172,46 +163,17 @@ def train(args: argparse.Namespace, address: str | None) -> int:
         f" seed {args.seed}, learning rate {args.learning_rate:g}, {until}",
         flush=True,
     )
-    actors = [
-        RolloutWorker.options(scheduling_strategy="SPREAD").remote(args.env, seed)
-        for seed in worker_seeds
-    ]
-
-    running_reward = None
-    iteration = 0
-    while args.iterations is None or iteration < args.iterations:
-        start = time.perf_counter()
-        model_ref = ray.put(model)  # one copy in the object store, shared by all workers
-        pending = [actor.compute_gradient.remote(model_ref) for actor in actors]
-        steps = 0
-        while pending:
-            [ready], pending = ray.wait(pending)  # take each result as soon as it is done
-            result = ray.get(ready)
-            steps += result.steps
-            if result.note:
-                print(f"note: {result.note}", flush=True)
-            if all(np.all(np.isfinite(g)) for g in result.grad.values()):
-                for k in model.weights:
-                    grad_buffer[k] += result.grad[k]
-            else:
-                print("warning: a worker returned a non-finite gradient; left out", flush=True)
-            running_reward = (
-                result.reward
-                if running_reward is None
-                else running_reward * 0.99 + result.reward * 0.01
-            )
-        model.update(grad_buffer, rmsprop_cache, args.learning_rate, args.decay_rate)
-        for g in grad_buffer.values():
-            g.fill(0)
-        iteration += 1
-        seconds = time.perf_counter() - start
+    trainer = Trainer(args.batch_size, args.env, args.seed, args.learning_rate, args.decay_rate)
+    while args.iterations is None or trainer.iteration < args.iterations:
+        stats = trainer.step()
+        for message in stats.messages:
+            print(message, flush=True)
         print(
-            f"Batch {iteration} computed {len(actors)} rollouts ({steps} steps) in"
-            f" {seconds:.2f} seconds ({steps / seconds:.0f} steps/s), running mean is"
-            f" {running_reward:.2f}",
+            f"Batch {stats.iteration} computed {stats.rollouts} rollouts ({stats.steps} steps)"
+            f" in {stats.seconds:.2f} seconds ({stats.steps_per_second:.0f} steps/s),"
+            f" running mean is {trainer.running_reward:.2f}",
             flush=True,
         )
-    return iteration
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,7 +4,8 @@ The pieces, in the order the data flows:
 
 - ``preprocess``: RGB frame -> 6400 inputs (``pong.preprocess``).
 - ``Model``: the two-layer policy network and its RMSProp update (``pong.model``).
-- ``rollout``: play one episode; ``episode_gradient``: its gradient (``pong.rollout``).
+- ``rollout``: play one episode, stored sparsely; ``rollout_dense``: the same, stored
+  as the 2016 program did; ``episode_gradient``: its gradient (``pong.rollout``).
 - ``process_rewards``: discounted returns with the per-point reset (``pong.rewards``).
 - ``RolloutWorker``: the Ray actor that owns an env and returns gradients (``pong.worker``).
 """
@@ -12,7 +13,15 @@ The pieces, in the order the data flows:
 from pong.model import Model
 from pong.preprocess import preprocess
 from pong.rewards import process_rewards
-from pong.rollout import episode_gradient, rollout
+from pong.rollout import episode_gradient, rollout, rollout_dense
 from pong.worker import RolloutWorker
 
-__all__ = ["Model", "RolloutWorker", "episode_gradient", "preprocess", "process_rewards", "rollout"]
+__all__ = [
+    "Model",
+    "RolloutWorker",
+    "episode_gradient",
+    "preprocess",
+    "process_rewards",
+    "rollout",
+    "rollout_dense",
+]

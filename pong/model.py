@@ -8,9 +8,19 @@ Vocabulary, kept from Karpathy's 2016 program so the two read side by side:
 - ``epx`` (T, D), ``eph`` (T, H), ``epdlogp`` (T,): one episode's inputs,
   hidden states and advantage-scaled gradients of the log-probability.
 - ``learning_rate``, ``decay_rate``: the RMSProp step size and cache decay.
+
+Two ways to compute the same numbers. The dense methods (``policy_forward``,
+``policy_backward``) are the 2016 formulas, kept as the reference. The sparse
+ones are what training runs: a difference frame has ~30 non-zero entries of
+6400, each -1 or +1, so ``W1 @ x`` only needs those ~30 columns of ``W1``, and
+an episode is stored as (step offsets, pixel indices, +-1 values) instead of a
+(T, D) float64 matrix. ``W1`` is kept in column-major (Fortran) order so that
+those columns are contiguous in memory.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,10 +28,13 @@ __all__ = [
     "D",
     "H",
     "Model",
+    "SparseGrad",
     "decay_rate",
     "learning_rate",
     "zeros_like_weights",
 ]
+
+BACKWARD_CHUNK = 1024  # steps per block in the sparse backward pass: bounds its memory
 
 H = 200  # number of hidden-layer neurons
 D = 80 * 80  # input dimensionality: an 80 x 80 difference frame
@@ -40,6 +53,39 @@ def sigmoid(x: float | np.ndarray) -> float | np.ndarray:
 def zeros_like_weights(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """A dict of zero arrays shaped like ``weights``: a gradient buffer or RMSProp cache."""
     return {k: np.zeros_like(v) for k, v in weights.items()}
+
+
+class SparseGrad(NamedTuple):
+    """A gradient whose ``W1`` part is zero outside a few columns.
+
+    An episode's inputs touch only the pixels that ever changed (a few hundred
+    of 6400), so the other columns of its ``dW1`` are exactly zero. Sending the
+    non-zero ones is ~10x less data and adds up to the same sums.
+
+    Attributes:
+        columns: (K,) sorted pixel indices.
+        W1_columns: (H, K) the gradient's ``W1`` columns at those indices.
+        W2: (H,) the gradient's ``W2``.
+    """
+
+    columns: np.ndarray
+    W1_columns: np.ndarray
+    W2: np.ndarray
+
+    def add_to(self, grad_buffer: dict[str, np.ndarray]) -> None:
+        """``grad_buffer += self``, in place."""
+        grad_buffer["W1"][:, self.columns] += self.W1_columns
+        grad_buffer["W2"] += self.W2
+
+    def dense(self) -> dict[str, np.ndarray]:
+        """``{"W1": (H, D), "W2": (H,)}``, as ``Model.policy_backward`` returns it."""
+        W1 = np.zeros((H, D), order="F")
+        W1[:, self.columns] = self.W1_columns
+        return {"W1": W1, "W2": self.W2.copy()}
+
+    def is_finite(self) -> bool:
+        """True when no entry is NaN or infinite."""
+        return bool(np.isfinite(self.W1_columns).all() and np.isfinite(self.W2).all())
 
 
 class Model:
@@ -62,7 +108,8 @@ class Model:
     def __init__(self, seed: int | np.random.SeedSequence | None = None) -> None:
         rng = np.random.default_rng(seed)
         self.weights = {
-            "W1": rng.standard_normal((H, D)) / np.sqrt(D),  # (H, D)
+            # (H, D), column-major: the sparse forward pass reads whole columns
+            "W1": np.asfortranarray(rng.standard_normal((H, D)) / np.sqrt(D)),
             "W2": rng.standard_normal(H) / np.sqrt(H),  # (H,)
         }
 
@@ -101,6 +148,69 @@ class Model:
         dh[eph <= 0] = 0  # backprop through the ReLU
         dW1 = dh.T @ epx  # (H, D)
         return {"W1": dW1, "W2": dW2}
+
+    def policy_forward_sparse(self, idx: np.ndarray, val: np.ndarray) -> tuple[float, np.ndarray]:
+        """``policy_forward`` for an input given by its non-zero entries.
+
+        Args:
+            idx: (K,) indices of the non-zero inputs (distinct).
+            val: (K,) float64 values at those indices.
+
+        Returns:
+            ``(aprob, h)``, equal to ``policy_forward(x)`` up to rounding.
+        """
+        h = self.weights["W1"][:, idx] @ val  # (H,): only the K columns that matter
+        h[h < 0] = 0  # ReLU
+        return float(sigmoid(self.weights["W2"] @ h)), h
+
+    def policy_backward_sparse(
+        self,
+        offsets: np.ndarray,
+        indices: np.ndarray,
+        values: np.ndarray,
+        epdlogp: np.ndarray,
+    ) -> SparseGrad:
+        """``policy_backward`` for an episode stored sparsely; never builds (T, D).
+
+        Step ``t``'s input has the values ``values[offsets[t]:offsets[t+1]]`` at
+        ``indices[offsets[t]:offsets[t+1]]``. The hidden states are recomputed
+        with ``policy_forward_sparse``, the function that produced them, rather
+        than stored (1.6 KB a step).
+
+        Args:
+            offsets: (T + 1,) int, starting at 0.
+            indices: (N,) int pixel indices.
+            values: (N,) int or float values, -1 or +1.
+            epdlogp: (T,) advantage-scaled gradients w.r.t. the logit.
+
+        Returns:
+            The gradient; ``.dense()`` equals ``policy_backward`` on the dense
+            episode up to rounding.
+        """
+        W2 = self.weights["W2"]
+        epdlogp = np.asarray(epdlogp, dtype=np.float64).ravel()
+        T = epdlogp.size
+        # Only pixels that ever changed get a non-zero column; `local` maps each
+        # stored index to its row in dW1T.
+        columns, local = np.unique(indices, return_inverse=True)
+        dW1T = np.zeros((columns.size, H))  # (K, H): row k is column columns[k] of dW1
+        dW2 = np.zeros(H)
+        for start in range(0, T, BACKWARD_CHUNK):
+            stop = min(start + BACKWARD_CHUNK, T)
+            bounds = list(zip(offsets[start:stop], offsets[start + 1 : stop + 1], strict=True))
+            # The hidden states, recomputed by the function that produced them.
+            eph = np.array(
+                [
+                    self.policy_forward_sparse(indices[s:e], values[s:e].astype(float))[1]
+                    for s, e in bounds
+                ]
+            )  # (chunk, H)
+            dW2 += eph.T @ epdlogp[start:stop]  # (H,)
+            dh = np.outer(epdlogp[start:stop], W2)  # (chunk, H)
+            dh[eph <= 0] = 0  # backprop through the ReLU
+            for (s, e), dh_t in zip(bounds, dh, strict=True):
+                dW1T[local[s:e]] += values[s:e, None] * dh_t  # distinct within a step
+        return SparseGrad(columns.astype(np.intp), dW1T.T, dW2)  # dW1T.T: (H, K)
 
     def update(
         self,

@@ -4,9 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BACKGROUND", "preprocess"]
+__all__ = ["BACKGROUND", "binarize", "preprocess"]
 
 BACKGROUND = (144, 109)  # red-channel values of Pong's two background colours
+
+
+def binarize(frame: np.ndarray) -> np.ndarray:
+    """``preprocess`` as a (6400,) bool array: what the fast path stores and differences.
+
+    Example:
+        >>> frame = np.full((210, 160, 3), 109, dtype=np.uint8)
+        >>> frame[193, 158, 0] = 92  # a paddle pixel, in the last kept position
+        >>> np.flatnonzero(binarize(frame))
+        array([6399])
+    """
+    if frame.shape != (210, 160, 3):
+        raise ValueError(f"expected a (210, 160, 3) Pong frame, got shape {frame.shape}")
+    field = frame[35:195:2, ::2, 0]  # (80, 80) view; nothing is written through it
+    return ((field != BACKGROUND[0]) & (field != BACKGROUND[1])).ravel()
 
 
 def preprocess(frame: np.ndarray) -> np.ndarray:
@@ -30,8 +45,4 @@ def preprocess(frame: np.ndarray) -> np.ndarray:
         >>> x.shape, x.sum(), x[0]
         ((6400,), np.float64(1.0), np.float64(1.0))
     """
-    if frame.shape != (210, 160, 3):
-        raise ValueError(f"expected a (210, 160, 3) Pong frame, got shape {frame.shape}")
-    field = frame[35:195:2, ::2, 0]  # (80, 80) view; nothing is written through it
-    is_object = (field != BACKGROUND[0]) & (field != BACKGROUND[1])
-    return is_object.astype(np.float64).ravel()
+    return binarize(frame).astype(np.float64)

@@ -10,7 +10,7 @@ import numpy as np
 import ray
 
 from pong.env import DEFAULT_ENV, make_env
-from pong.model import Model
+from pong.model import Model, SparseGrad
 from pong.rollout import episode_gradient, rollout
 
 __all__ = ["THREAD_ENV_VARS", "Result", "RolloutWorker"]
@@ -30,13 +30,13 @@ class Result(NamedTuple):
     """What a worker returns for one episode.
 
     Attributes:
-        grad: ``{"W1": (H, D), "W2": (H,)}`` policy gradient of the episode.
+        grad: the episode's policy gradient, ``W1`` as its non-zero columns.
         reward: the episode's total reward (points won minus points lost).
         steps: number of env steps.
         note: ``None``, or one line on what was done about a degenerate episode.
     """
 
-    grad: dict[str, np.ndarray]
+    grad: SparseGrad
     reward: float
     steps: int
     note: str | None

@@ -119,3 +119,67 @@ def test_update_refuses_non_finite_gradients_and_changes_nothing(bad: float) -> 
     for k in before:
         np.testing.assert_array_equal(model.weights[k], before[k])
         assert not cache[k].any()
+
+
+def sparse_episode(T: int, rng: np.random.Generator):
+    """Random sparse +-1 inputs as (offsets, indices, values), some steps empty."""
+    counts = rng.integers(0, 40, T)
+    counts[0] = 0  # the first step of an episode has no input
+    indices = np.concatenate([rng.choice(D, c, replace=False) for c in counts]).astype(np.uint16)
+    values = rng.choice(np.array([-1, 1], np.int8), indices.size)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    epx = np.zeros((T, D))
+    for t in range(T):
+        epx[t, indices[offsets[t] : offsets[t + 1]]] = values[offsets[t] : offsets[t + 1]]
+    return offsets, indices, values, epx
+
+
+def test_sparse_forward_matches_dense_forward() -> None:
+    rng = np.random.default_rng(6)
+    model = Model(seed=6)
+    offsets, indices, values, epx = sparse_episode(5, rng)
+    for t in range(5):
+        i, v = indices[offsets[t] : offsets[t + 1]], values[offsets[t] : offsets[t + 1]]
+        aprob, h = model.policy_forward_sparse(i, v.astype(float))
+        aprob_dense, h_dense = model.policy_forward(epx[t])
+        np.testing.assert_allclose(h, h_dense, rtol=1e-12, atol=1e-14)
+        assert aprob == pytest.approx(aprob_dense, rel=1e-12)
+
+
+def test_sparse_backward_matches_dense_backward() -> None:
+    rng = np.random.default_rng(7)
+    model = Model(seed=7)
+    model.weights["W2"] *= 10
+    T = 2500  # more than one BACKWARD_CHUNK
+    offsets, indices, values, epx = sparse_episode(T, rng)
+    eph = np.maximum(0, epx @ model.weights["W1"].T)
+    epdlogp = rng.standard_normal(T)
+    dense = model.policy_backward(eph, epx, epdlogp)
+    sparse = model.policy_backward_sparse(offsets, indices, values, epdlogp)
+    assert np.all(np.diff(sparse.columns) > 0)
+    np.testing.assert_array_equal(sparse.columns, np.flatnonzero(np.abs(epx).sum(0)))
+    for k in ("W1", "W2"):
+        np.testing.assert_allclose(sparse.dense()[k], dense[k], rtol=1e-9, atol=1e-12)
+
+
+def test_sparse_grad_adds_like_the_dense_gradient() -> None:
+    rng = np.random.default_rng(8)
+    model = Model(seed=8)
+    offsets, indices, values, _ = sparse_episode(50, rng)
+    grad = model.policy_backward_sparse(offsets, indices, values, rng.standard_normal(50))
+    buffer = {k: rng.standard_normal(v.shape) for k, v in model.weights.items()}
+    expected = {k: buffer[k] + grad.dense()[k] for k in buffer}
+    grad.add_to(buffer)
+    for k in buffer:
+        np.testing.assert_array_equal(buffer[k], expected[k])
+    assert grad.is_finite()
+    assert not grad._replace(W2=np.full(H, np.nan)).is_finite()
+
+
+def test_weights_stay_column_major_through_updates() -> None:
+    model = Model(seed=9)
+    grad = zeros_like_weights(model.weights)
+    cache = zeros_like_weights(model.weights)
+    grad["W1"] += 0.1
+    model.update(grad, cache)
+    assert model.weights["W1"].flags.f_contiguous and grad["W1"].flags.f_contiguous

@@ -6,7 +6,7 @@ import pytest
 from pong.env import make_env
 from pong.model import D, H, Model
 from pong.rewards import advantages
-from pong.rollout import episode_gradient, rollout
+from pong.rollout import episode_gradient, episode_gradient_dense, rollout, rollout_dense
 
 pytestmark = pytest.mark.ale
 
@@ -16,7 +16,7 @@ def played():
     """One real game of ALE/Pong-v5 with a fresh policy (about 1,000 steps)."""
     env = make_env()
     model = Model(seed=0)
-    episode = rollout(model, env, np.random.default_rng(0), seed=0)
+    episode = rollout_dense(model, env, np.random.default_rng(0), seed=0)
     env.close()
     return model, episode
 
@@ -54,7 +54,7 @@ def test_stored_hidden_states_and_labels_match_the_model(played) -> None:
 
 def test_episode_gradient_is_the_dense_formula(played) -> None:
     model, ep = played
-    grad, note = episode_gradient(model, ep)
+    grad, note = episode_gradient_dense(model, ep)
     assert note is None
     adv, _ = advantages(ep.epr)
     W2 = model.weights["W2"]
@@ -68,10 +68,39 @@ def test_episode_gradient_is_the_dense_formula(played) -> None:
 def test_same_seeds_give_the_same_episode_and_gradient(played) -> None:
     model, ep = played
     env = make_env()
-    again = rollout(model, env, np.random.default_rng(0), seed=0)
+    again = rollout_dense(model, env, np.random.default_rng(0), seed=0)
     env.close()
     np.testing.assert_array_equal(again.epr, ep.epr)
     np.testing.assert_array_equal(again.epdlogp, ep.epdlogp)
     np.testing.assert_array_equal(
-        episode_gradient(model, again)[0]["W1"], episode_gradient(model, ep)[0]["W1"]
+        episode_gradient_dense(model, again)[0]["W1"], episode_gradient_dense(model, ep)[0]["W1"]
     )
+
+
+@pytest.mark.parametrize(
+    ("env_id", "seed", "w2_scale"), [("ALE/Pong-v5", 1, 1.0), ("Pong-v0", 2, 30.0)]
+)
+def test_fast_path_plays_the_same_game_and_gives_the_dense_gradient(env_id, seed, w2_scale) -> None:
+    """The sparse rollout and backward pass against the 2016 dense formulas, on real Pong."""
+    model = Model(seed=seed)
+    model.weights["W2"] *= w2_scale  # spread aprob away from 0.5: actions depend on the weights
+    env = make_env(env_id)
+    fast = rollout(model, env, np.random.default_rng(seed), seed=seed)
+    dense = rollout_dense(model, env, np.random.default_rng(seed), seed=seed)
+    env.close()
+
+    assert len(fast.epr) == len(dense.epr)
+    np.testing.assert_array_equal(fast.epr, dense.epr)
+    np.testing.assert_array_equal(fast.epdlogp > 0, dense.epdlogp > 0)  # the same actions
+    np.testing.assert_allclose(fast.epdlogp, dense.epdlogp, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(fast.dense_inputs(), dense.epx)
+    if w2_scale > 1:
+        assert np.std(dense.epdlogp) > 0.1  # the test above was not only coin flips
+
+    fast_grad, _ = episode_gradient(model, fast)
+    dense_grad, _ = episode_gradient_dense(model, dense)
+    for k in ("W1", "W2"):
+        got, want = fast_grad.dense()[k], dense_grad[k]
+        assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max(), k
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+    assert fast.nbytes / len(fast.epr) <= 1024  # the 2016 storage: ~53 KB a step

@@ -23,13 +23,13 @@ def test_workers_return_finite_gradients_and_same_seed_same_gradient(local_ray) 
     model_ref = ray.put(Model(seed=0))
     a, b = RolloutWorker.remote(seed=11), RolloutWorker.remote(seed=11)
     ra, rb = ray.get([a.compute_gradient.remote(model_ref), b.compute_gradient.remote(model_ref)])
-    assert ra.grad["W1"].shape == (H, D) and ra.grad["W2"].shape == (H,)
-    assert all(np.all(np.isfinite(g)) for g in ra.grad.values())
-    assert np.any(ra.grad["W1"]) and ra.note is None
+    assert ra.grad.dense()["W1"].shape == (H, D) and ra.grad.W2.shape == (H,)
+    assert ra.grad.is_finite()
+    assert np.any(ra.grad.W1_columns) and ra.note is None
     assert -21 <= ra.reward <= 21 and ra.steps > 100
     assert ra.reward == rb.reward and ra.steps == rb.steps
     for k in ("W1", "W2"):
-        np.testing.assert_array_equal(ra.grad[k], rb.grad[k])
+        np.testing.assert_array_equal(ra.grad.dense()[k], rb.grad.dense()[k])
 
 
 def test_workers_run_numpy_single_threaded_in_their_own_process(local_ray) -> None:

@@ -1,0 +1,123 @@
+"""The training loop's state and one update: actors, gradients, RMSProp.
+
+``Trainer.step`` is what one line of the driver's output reports: put the
+model in the object store once, have every ``RolloutWorker`` play one game
+with it, add the gradients up as they arrive (``ray.wait``), apply RMSProp.
+It also times the driver's own share of the work, for the benchmarks.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import ray
+
+from pong.model import Model, decay_rate, learning_rate, zeros_like_weights
+from pong.worker import RolloutWorker
+
+__all__ = ["Trainer", "UpdateStats"]
+
+
+@dataclass
+class UpdateStats:
+    """What one update did and where the driver's time went (seconds)."""
+
+    iteration: int
+    rollouts: int = 0
+    steps: int = 0
+    rewards: list[float] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # the whole update, wall time
+    put: float = 0.0  # ray.put of the model
+    wait: float = 0.0  # blocked in ray.wait: the workers are playing
+    get: float = 0.0  # ray.get of the results (deserialisation)
+    accumulate: float = 0.0  # adding gradients to the batch buffer
+    update: float = 0.0  # RMSProp and clearing the buffer
+
+    @property
+    def overhead(self) -> float:
+        """Seconds the driver itself was busy (not waiting for workers)."""
+        return self.put + self.get + self.accumulate + self.update
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds else 0.0
+
+
+class Trainer:
+    """The driver's state: model, optimiser, running reward and the actors.
+
+    Args:
+        batch_size: episodes per update; one ``RolloutWorker`` actor each.
+        env_id: Gymnasium id the workers play.
+        seed: seeds the weights and, through independent child seeds, every
+            worker's env resets and action draws.
+        learning_rate, decay_rate: RMSProp settings.
+    """
+
+    def __init__(
+        self,
+        batch_size: int,
+        env_id: str,
+        seed: int | None,
+        learning_rate: float = learning_rate,
+        decay_rate: float = decay_rate,
+    ) -> None:
+        model_seed, *worker_seeds = np.random.SeedSequence(seed).spawn(1 + batch_size)
+        self.model = Model(model_seed)
+        self.grad_buffer = zeros_like_weights(self.model.weights)  # sum of the batch's gradients
+        self.rmsprop_cache = zeros_like_weights(self.model.weights)  # RMSProp memory
+        self.learning_rate = learning_rate
+        self.decay_rate = decay_rate
+        self.running_reward: float | None = None
+        self.iteration = 0
+        self.actors = [
+            # SPREAD: on a cluster, the games go to every node, not just the head.
+            RolloutWorker.options(scheduling_strategy="SPREAD").remote(env_id, s)
+            for s in worker_seeds
+        ]
+
+    def step(self) -> UpdateStats:
+        """Play one game per worker and apply one RMSProp update of their summed gradients."""
+        stats = UpdateStats(self.iteration + 1)
+        start = time.perf_counter()
+        model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
+        pending = [actor.compute_gradient.remote(model_ref) for actor in self.actors]
+        stats.put = time.perf_counter() - start
+        while pending:
+            t0 = time.perf_counter()
+            [ready], pending = ray.wait(pending)  # take each result as soon as it is done
+            t1 = time.perf_counter()
+            result = ray.get(ready)
+            t2 = time.perf_counter()
+            if result.note:
+                stats.messages.append(f"note: {result.note}")
+            if result.grad.is_finite():
+                result.grad.add_to(self.grad_buffer)
+            else:
+                stats.messages.append(
+                    "warning: a worker returned a non-finite gradient; left out of this update"
+                )
+            stats.rollouts += 1
+            stats.steps += result.steps
+            stats.rewards.append(result.reward)
+            self.running_reward = (
+                result.reward
+                if self.running_reward is None
+                else self.running_reward * 0.99 + result.reward * 0.01
+            )
+            t3 = time.perf_counter()
+            stats.wait += t1 - t0
+            stats.get += t2 - t1
+            stats.accumulate += t3 - t2
+        t0 = time.perf_counter()
+        self.model.update(self.grad_buffer, self.rmsprop_cache, self.learning_rate, self.decay_rate)
+        for g in self.grad_buffer.values():
+            g.fill(0)
+        end = time.perf_counter()
+        stats.update = end - t0
+        stats.seconds = end - start
+        self.iteration += 1
+        return stats
