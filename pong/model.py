@@ -20,6 +20,7 @@ those columns are contiguous in memory.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -43,11 +44,17 @@ decay_rate = 0.99  # decay factor of RMSProp's running mean of squared gradients
 rmsprop_eps = 1e-5  # keeps the RMSProp division finite where the cache is 0
 
 
-def sigmoid(x: float | np.ndarray) -> float | np.ndarray:
-    """Squash a logit into a probability in [0, 1]."""
-    # exp overflows to inf for very negative logits; 1 / inf = 0 is the right answer.
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
+def sigmoid(x: float) -> float:
+    """Squash a logit into a probability in [0, 1].
+
+    Example:
+        >>> sigmoid(0.0), sigmoid(-1000.0)
+        (0.5, 0.0)
+    """
+    try:
+        return 1.0 / (1.0 + math.exp(-x))
+    except OverflowError:  # exp(-x) is beyond float range: the probability is 0
+        return 0.0
 
 
 def zeros_like_weights(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -124,8 +131,8 @@ class Model:
         """
         h = self.weights["W1"] @ x  # (H,)
         h[h < 0] = 0  # ReLU
-        logp = self.weights["W2"] @ h  # scalar logit
-        return float(sigmoid(logp)), h
+        logp = float(self.weights["W2"] @ h)  # the logit of P(action 2)
+        return sigmoid(logp), h
 
     def policy_backward(
         self, eph: np.ndarray, epx: np.ndarray, epdlogp: np.ndarray
@@ -161,7 +168,7 @@ class Model:
         """
         h = self.weights["W1"][:, idx] @ val  # (H,): only the K columns that matter
         h[h < 0] = 0  # ReLU
-        return float(sigmoid(self.weights["W2"] @ h)), h
+        return sigmoid(float(self.weights["W2"] @ h)), h
 
     def policy_backward_sparse(
         self,
@@ -187,29 +194,39 @@ class Model:
             The gradient; ``.dense()`` equals ``policy_backward`` on the dense
             episode up to rounding.
         """
-        W2 = self.weights["W2"]
+        W1, W2 = self.weights["W1"], self.weights["W2"]
         epdlogp = np.asarray(epdlogp, dtype=np.float64).ravel()
+        offsets = np.asarray(offsets)
+        fvalues = values.astype(np.float64)
         T = epdlogp.size
         # Only pixels that ever changed get a non-zero column; `local` maps each
-        # stored index to its row in dW1T.
+        # stored entry to its pixel's row in dW1T.
         columns, local = np.unique(indices, return_inverse=True)
         dW1T = np.zeros((columns.size, H))  # (K, H): row k is column columns[k] of dW1
         dW2 = np.zeros(H)
         for start in range(0, T, BACKWARD_CHUNK):
             stop = min(start + BACKWARD_CHUNK, T)
-            bounds = list(zip(offsets[start:stop], offsets[start + 1 : stop + 1], strict=True))
-            # The hidden states, recomputed by the function that produced them.
-            eph = np.array(
-                [
-                    self.policy_forward_sparse(indices[s:e], values[s:e].astype(float))[1]
-                    for s, e in bounds
-                ]
-            )  # (chunk, H)
-            dW2 += eph.T @ epdlogp[start:stop]  # (H,)
-            dh = np.outer(epdlogp[start:stop], W2)  # (chunk, H)
+            first, last = int(offsets[start]), int(offsets[stop])  # the chunk's entries
+            bounds = offsets[start : stop + 1].tolist()
+            # The hidden states, recomputed exactly as policy_forward_sparse made them.
+            eph = np.empty((stop - start, H))
+            for t in range(stop - start):
+                s, e = bounds[t], bounds[t + 1]
+                eph[t] = W1[:, indices[s:e]] @ fvalues[s:e]
+            eph[eph < 0] = 0  # ReLU
+            dlogp = epdlogp[start:stop]
+            dW2 += eph.T @ dlogp  # (H,)
+            dh = np.outer(dlogp, W2)  # (chunk, H)
             dh[eph <= 0] = 0  # backprop through the ReLU
-            for (s, e), dh_t in zip(bounds, dh, strict=True):
-                dW1T[local[s:e]] += values[s:e, None] * dh_t  # distinct within a step
+            # dW1 = dh.T @ epx, pixel by pixel: each changed pixel's column is the
+            # +-1-weighted sum of dh over the steps where that pixel changed.
+            rows = np.repeat(np.arange(stop - start), np.diff(offsets[start : stop + 1]))
+            order = np.argsort(local[first:last], kind="stable")
+            pixel, rows, vals = local[first:last][order], rows[order], fvalues[first:last][order]
+            groups = np.flatnonzero(np.diff(pixel)) + 1
+            for a, b in zip([0, *groups.tolist()], [*groups.tolist(), last - first], strict=True):
+                if a < b:
+                    dW1T[pixel[a]] += vals[a:b] @ dh[rows[a:b]]
         return SparseGrad(columns.astype(np.intp), dW1T.T, dW2)  # dW1T.T: (H, K)
 
     def update(

@@ -20,7 +20,9 @@ def binarize(frame: np.ndarray) -> np.ndarray:
     """
     if frame.shape != (210, 160, 3):
         raise ValueError(f"expected a (210, 160, 3) Pong frame, got shape {frame.shape}")
-    field = frame[35:195:2, ::2, 0]  # (80, 80) view; nothing is written through it
+    # A contiguous (80, 80) copy: nothing is written into the frame, and the two
+    # comparisons below run on 6400 packed bytes rather than a strided view.
+    field = np.ascontiguousarray(frame[35:195:2, ::2, 0])
     return ((field != BACKGROUND[0]) & (field != BACKGROUND[1])).ravel()
 
 

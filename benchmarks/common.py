@@ -1,0 +1,59 @@
+"""Shared pieces of the benchmark scripts: the emulator-only baseline and table printing."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+import gymnasium as gym
+import numpy as np
+
+from pong.env import DOWN, UP, make_env
+
+
+def emulator_episode(env: gym.Env, rng: np.random.Generator, seed: int | None = None) -> int:
+    """One episode of random paddle moves and nothing else (reset included); its steps."""
+    env.reset(seed=seed)
+    steps, done = 0, False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(UP if rng.random() < 0.5 else DOWN)
+        done = terminated or truncated
+        steps += 1
+    return steps
+
+
+def emulator_only(env_id: str, episodes: int, seed: int) -> tuple[int, float]:
+    """Emulator-only steps and seconds over ``episodes`` episodes on one env.
+
+    Like a worker, the env is seeded on its first reset only: a seeded reset
+    reloads the ROM (~0.1 s), which a worker pays once, not per episode.
+    """
+    env = make_env(env_id)
+    emulator_episode(env, np.random.default_rng(seed), seed)  # the seeded first reset
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    steps = sum(emulator_episode(env, rng) for _ in range(episodes))
+    seconds = time.perf_counter() - start
+    env.close()
+    return steps, seconds
+
+
+def machine() -> str:
+    """One line naming the machine the figures come from."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, NumPy {np.__version__}"
+    )
+
+
+def table(header: list[str], rows: list[list[object]]) -> str:
+    """A Markdown table, so the output can be pasted into the README as it is."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
