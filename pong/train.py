@@ -30,7 +30,7 @@ class UpdateStats:
     rewards: list[float] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     seconds: float = 0.0  # the whole update, wall time
-    put: float = 0.0  # ray.put of the model
+    put: float = 0.0  # ray.put of the model and submitting the calls
     wait: float = 0.0  # blocked in ray.wait: the workers are playing
     get: float = 0.0  # ray.get of the results (deserialisation)
     accumulate: float = 0.0  # adding gradients to the batch buffer
