@@ -164,6 +164,12 @@ def train(args: argparse.Namespace, address: str | None) -> None:
         flush=True,
     )
     trainer = Trainer(args.batch_size, args.env, args.seed, args.learning_rate, args.decay_rate)
+    counts = list(trainer.placement().values())
+    print(
+        f"Started {len(trainer.actors)} RolloutWorker actors on {len(counts)}"
+        f" node{'s' * (len(counts) != 1)} ({' + '.join(map(str, counts))})",
+        flush=True,
+    )
     while args.iterations is None or trainer.iteration < args.iterations:
         stats = trainer.step()
         for message in stats.messages:

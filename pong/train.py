@@ -79,6 +79,11 @@ class Trainer:
             for s in worker_seeds
         ]
 
+    def placement(self) -> dict[str, int]:
+        """How many actors run on each node (node id -> count); waits until all have started."""
+        nodes = [info["node_id"] for info in ray.get([a.describe.remote() for a in self.actors])]
+        return {node: nodes.count(node) for node in dict.fromkeys(nodes)}
+
     def step(self) -> UpdateStats:
         """Play one game per worker and apply one RMSProp update of their summed gradients."""
         stats = UpdateStats(self.iteration + 1)

@@ -6,7 +6,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -14,18 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_driver import BATCH_LINE
+from tests.helpers import BATCH_LINE, free_port, run_driver
 
 pytestmark = [pytest.mark.ray, pytest.mark.ale, pytest.mark.cluster]
 
-ROOT = Path(__file__).resolve().parents[1]
 RAY = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ray(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -45,7 +37,7 @@ def cluster(tmp_path_factory):
         "RAY_AUTH_TOKEN_PATH": str(token),
         "RAY_USAGE_STATS_ENABLED": "0",
     }
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     port = address.rpartition(":")[2]
     try:
         head = _ray(
@@ -79,38 +71,20 @@ def cluster(tmp_path_factory):
 
 def test_driver_trains_on_both_nodes_with_redis_address(cluster) -> None:
     address, env, _ = cluster
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "driver.py",
-            f"--redis-address={address}",
-            "--batch-size=2",
-            "--iterations=2",
-            "--seed=0",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
+    proc = run_driver(
+        [f"--redis-address={address}", "--batch-size=4", "--iterations=2", "--seed=0"], env
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith(f"Running on the Ray cluster at {address} (2 nodes, 2 CPUs)")
+    assert lines[1] == "Started 4 RolloutWorker actors on 2 nodes (2 + 2)", proc.stdout
     assert sum(bool(BATCH_LINE.match(line)) for line in lines) == 2, proc.stdout
 
 
 def test_a_client_without_the_token_mode_is_told_what_to_set(cluster) -> None:
     address, _, base = cluster
     start = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "driver.py", f"--address={address}", "--iterations=1"],
-        cwd=ROOT,
-        env=base,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_driver([f"--address={address}", "--iterations=1"], base, timeout=120)
     assert time.monotonic() - start < 30
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1, proc.stderr
@@ -122,12 +96,9 @@ def test_a_wrong_token_is_refused_with_one_line(cluster, tmp_path) -> None:
     address, env, _ = cluster
     wrong = tmp_path / "wrong_token"
     wrong.write_text(secrets.token_hex(32))
-    proc = subprocess.run(
-        [sys.executable, "driver.py", f"--address={address}", "--iterations=1"],
-        cwd=ROOT,
-        env={**env, "RAY_AUTH_TOKEN_PATH": str(wrong)},
-        capture_output=True,
-        text=True,
+    proc = run_driver(
+        [f"--address={address}", "--iterations=1"],
+        {**env, "RAY_AUTH_TOKEN_PATH": str(wrong)},
         timeout=120,
     )
     assert proc.returncode == 1

@@ -1,23 +1,15 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
-import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 import driver
-
-ROOT = Path(__file__).resolve().parents[1]
-BATCH_LINE = re.compile(
-    r"^Batch (\d+) computed (\d+) rollouts \((\d+) steps\) in (\d+\.\d\d) seconds"
-    r" \((\d+) steps/s\), running mean is (-?\d+\.\d\d)$"
-)
+from tests.helpers import BATCH_LINE, ROOT, free_port, run_driver
 
 
 @pytest.mark.parametrize(
@@ -58,9 +50,7 @@ def test_num_cpus_with_a_cluster_address_is_refused(capsys) -> None:
 
 @pytest.mark.parametrize("flag", ["--redis-address", "--address"])
 def test_address_where_nothing_answers_fails_fast_naming_it(flag, capsys) -> None:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     start = time.monotonic()
     assert driver.main([f"{flag}=127.0.0.1:{port}"]) == 1
     assert time.monotonic() - start < 30
@@ -69,9 +59,7 @@ def test_address_where_nothing_answers_fails_fast_naming_it(flag, capsys) -> Non
 
 
 def test_ray_address_variable_is_honoured(monkeypatch, capsys) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
     assert driver.main([]) == 1
     assert f"no Ray cluster answers at 127.0.0.1:{port}" in capsys.readouterr().err
@@ -103,24 +91,11 @@ def test_help_lists_every_flag(capsys) -> None:
 @pytest.mark.ale
 def test_two_updates_on_a_local_ray() -> None:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "driver.py",
-            "--batch-size=2",
-            "--iterations=2",
-            "--seed=0",
-            "--num-cpus=2",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = run_driver(["--batch-size=2", "--iterations=2", "--seed=0", "--num-cpus=2"], env)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("Running on a local Ray (1 node, 2 CPUs): batch size 2")
+    assert lines[1] == "Started 2 RolloutWorker actors on 1 node (2)"
     batches = [BATCH_LINE.match(line) for line in lines if line.startswith("Batch")]
     assert len(batches) == 2 and all(batches), proc.stdout
     for n, match in enumerate(batches, start=1):

@@ -1,0 +1,36 @@
+"""Helpers shared by the tests that run ``driver.py`` as a user would."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The per-update line, exactly as the README shows it.
+BATCH_LINE = re.compile(
+    r"^Batch (\d+) computed (\d+) rollouts \((\d+) steps\) in (\d+\.\d\d) seconds"
+    r" \((\d+) steps/s\), running mean is (-?\d+\.\d\d)$"
+)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (just now)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_driver(args: list[str], env: dict[str, str], timeout: float = 240):
+    """``python driver.py ARGS`` from the repository root; the finished process."""
+    return subprocess.run(
+        [sys.executable, "driver.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
