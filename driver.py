@@ -157,7 +157,11 @@ def train(args: argparse.Namespace, address: str | None) -> None:
     from pong.cluster import cluster_summary
     from pong.train import Trainer
 
-    until = f"{args.iterations} updates" if args.iterations else "until interrupted (Ctrl-C)"
+    until = (
+        f"{args.iterations} update{'s' * (args.iterations != 1)}"
+        if args.iterations
+        else "until interrupted (Ctrl-C)"
+    )
     print(
         f"Running on {cluster_summary(address)}: batch size {args.batch_size}, env {args.env},"
         f" seed {args.seed}, learning rate {args.learning_rate:g}, {until}",
