@@ -152,6 +152,12 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _handle_signals() -> None:
+    # Installed explicitly: a shell starts background jobs with SIGINT ignored.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
 def train(args: argparse.Namespace, address: str | None) -> None:
     """Run updates until ``--iterations`` (or forever), one line each."""
     from pong.cluster import cluster_summary
@@ -191,35 +197,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.seed is None:
         args.seed = int(np.random.SeedSequence().generate_state(1)[0])
 
+    import ray
+
     from pong.cluster import ClusterError, connect, resolve_address
     from pong.env import check_env
 
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    _handle_signals()
     try:
-        check_env(args.env)
-    except ValueError as e:
-        print(f"{PROG}: error: --env: {e}", file=sys.stderr)
-        return 2
-
-    address = resolve_address(args.address)
-    try:
-        connect(address, args.num_cpus)
-    except ClusterError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 1
-
-    import ray
-
-    # Installed explicitly: a shell starts background jobs with SIGINT ignored.
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
+        try:
+            check_env(args.env)
+        except ValueError as e:
+            print(f"{PROG}: error: --env: {e}", file=sys.stderr)
+            return 2
+        address = resolve_address(args.address)
+        try:
+            connect(address, args.num_cpus)
+        except ClusterError as e:
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return 1
+        _handle_signals()  # again: ray.init installs a SIGTERM handler of its own
         train(args, address)
     except KeyboardInterrupt:
         received = _received[0] if _received else signal.SIGINT
         print(f"Interrupted by {received.name}; shutting down Ray.", file=sys.stderr, flush=True)
         return 128 + received.value  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
     finally:
-        ray.shutdown()
+        ray.shutdown()  # a no-op when Ray was never started
+        for sig, handler in previous.items():  # main() may be called from other code
+            signal.signal(sig, handler)
     return 0
 
 

@@ -77,7 +77,9 @@ def test_driver_trains_on_both_nodes_with_redis_address(cluster) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith(f"Running on the Ray cluster at {address} (2 nodes, 2 CPUs)")
-    assert lines[1] == "Started 4 RolloutWorker actors on 2 nodes (2 + 2)", proc.stdout
+    # SPREAD is best effort (2 + 2 or 3 + 1), but no node is left without workers.
+    placed = re.fullmatch(r"Started 4 RolloutWorker actors on 2 nodes \((\d) \+ (\d)\)", lines[1])
+    assert placed and min(int(placed[1]), int(placed[2])) >= 1, proc.stdout
     assert sum(bool(BATCH_LINE.match(line)) for line in lines) == 2, proc.stdout
 
 
