@@ -20,14 +20,31 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pong import model as model_defaults
 from pong.env import DEFAULT_ENV
 
+if TYPE_CHECKING:
+    from pong.checkpoint import Checkpoint
+
 PROG = "driver.py"
+# The settings a run keeps for life (a resumed run takes them from its checkpoint).
+DEFAULTS = {
+    "batch_size": 10,
+    "env": DEFAULT_ENV,
+    "learning_rate": model_defaults.learning_rate,
+    "decay_rate": model_defaults.decay_rate,
+}
+
+
+class UsageError(Exception):
+    """Bad input found after parsing; the message is one line for the user."""
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -81,8 +98,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--batch-size",
         metavar="N",
         type=_positive_int,
-        default=10,
-        help="episodes per update; also the number of RolloutWorker actors",
+        default=None,
+        help=f"episodes per update; also the number of RolloutWorker actors (default:"
+        f" {DEFAULTS['batch_size']})",
     )
     parser.add_argument(
         "--iterations",
@@ -103,8 +121,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--env",
         metavar="ID",
-        default=DEFAULT_ENV,
-        help="Gymnasium env id (the 2016 program used Pong-v0)",
+        default=None,
+        help=f"Gymnasium env id; the 2016 program used Pong-v0 (default: {DEFAULTS['env']})",
     )
     parser.add_argument(
         "--seed",
@@ -125,19 +143,44 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--learning-rate",
         metavar="LR",
         type=_positive_float,
-        default=model_defaults.learning_rate,
-        help="RMSProp step size",
+        default=None,
+        help=f"RMSProp step size (default: {DEFAULTS['learning_rate']:g})",
     )
     parser.add_argument(
         "--decay-rate",
         metavar="RATE",
         type=_positive_float,
-        default=model_defaults.decay_rate,
-        help="RMSProp decay of the running mean of squared gradients",
+        default=None,
+        help="RMSProp decay of the running mean of squared gradients (default:"
+        f" {DEFAULTS['decay_rate']:g})",
+    )
+    parser.add_argument(
+        "--run-dir",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="where the checkpoint and metrics go (default: runs/ and the start time)",
+    )
+    parser.add_argument(
+        "--checkpoint-every",
+        metavar="N",
+        type=_positive_int,
+        default=10,
+        help="save a checkpoint every N updates (and always at the end or on Ctrl-C/SIGTERM)",
+    )
+    parser.add_argument(
+        "--resume",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help="continue the run saved in PATH (a checkpoint.npz, or its run directory), with"
+        " its settings",
     )
     args = parser.parse_args(argv)
-    if args.decay_rate >= 1:
+    if args.decay_rate is not None and args.decay_rate >= 1:
         parser.error(f"argument --decay-rate: expected a number below 1, got {args.decay_rate}")
+    if args.resume is not None and args.run_dir is not None:
+        parser.error("argument --run-dir: a resumed run stays in its own directory")
     return args
 
 
@@ -158,9 +201,47 @@ def _handle_signals() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
 
 
-def train(args: argparse.Namespace, address: str | None) -> None:
-    """Run updates until ``--iterations`` (or forever), one line each."""
+def resolve_run(args: argparse.Namespace) -> Checkpoint | None:
+    """Fill in the run's settings and directory: from the checkpoint when resuming."""
+    from pong.checkpoint import FILENAME, CheckpointError, load
+
+    if args.resume is None:
+        for name, value in DEFAULTS.items():
+            if getattr(args, name) is None:
+                setattr(args, name, value)
+        if args.seed is None:
+            args.seed = int(np.random.SeedSequence().generate_state(1)[0])
+        if args.run_dir is None:
+            args.run_dir = Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+        if (args.run_dir / FILENAME).exists():
+            raise UsageError(
+                f"{args.run_dir} already holds a run; continue it with --resume {args.run_dir}"
+                " or choose another --run-dir"
+            )
+        return None
+    try:
+        checkpoint = load(args.resume)
+    except CheckpointError as e:
+        raise UsageError(f"--resume: {e}") from None
+    saved = {**checkpoint.settings, "seed": checkpoint.seed}
+    for name, value in saved.items():
+        given = getattr(args, name, None)
+        if given is not None and given != value:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(
+                f"{flag}={given} differs from the resumed run's {value}; a resumed run keeps"
+                " its settings"
+            )
+        setattr(args, name, value)
+    args.run_dir = args.resume if args.resume.is_dir() else args.resume.parent
+    return checkpoint
+
+
+def train(args: argparse.Namespace, address: str | None, resume: Checkpoint | None) -> None:
+    """Run updates until ``--iterations`` (or forever), one line each; checkpoint and log."""
+    from pong.checkpoint import FILENAME, save
     from pong.cluster import cluster_summary
+    from pong.metrics import MetricsLog
     from pong.train import Trainer
 
     until = (
@@ -173,29 +254,73 @@ def train(args: argparse.Namespace, address: str | None) -> None:
         f" seed {args.seed}, learning rate {args.learning_rate:g}, {until}",
         flush=True,
     )
-    trainer = Trainer(args.batch_size, args.env, args.seed, args.learning_rate, args.decay_rate)
+    args.run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoint_path = args.run_dir / FILENAME
+    resumed = f"; resuming after update {resume.iteration}" if resume else ""
+    print(
+        f"Run directory: {args.run_dir} (checkpoint every {args.checkpoint_every} updates,"
+        f" metrics in updates.csv and episodes.csv){resumed}",
+        flush=True,
+    )
+    trainer = Trainer(
+        args.batch_size, args.env, args.seed, args.learning_rate, args.decay_rate, resume
+    )
     counts = list(trainer.placement().values())
     print(
         f"Started {len(trainer.actors)} RolloutWorker actors on {len(counts)}"
         f" node{'s' * (len(counts) != 1)} ({' + '.join(map(str, counts))})",
         flush=True,
     )
-    while args.iterations is None or trainer.iteration < args.iterations:
-        stats = trainer.step()
-        for message in stats.messages:
-            print(message, flush=True)
+    metrics = MetricsLog(args.run_dir)
+    first, saved = trainer.iteration, trainer.iteration
+    try:
+        while args.iterations is None or trainer.iteration - first < args.iterations:
+            stats = trainer.step()
+            for message in stats.messages:
+                print(message, flush=True)
+            episode = trainer.episodes - stats.rollouts
+            metrics.update(
+                {
+                    "update": stats.iteration,
+                    "episodes": trainer.episodes,
+                    "steps": trainer.steps,
+                    "seconds": round(stats.seconds, 4),
+                    "steps_per_s": round(stats.steps_per_second, 1),
+                    "running_reward": trainer.running_reward,
+                    "reward_mean": sum(stats.rewards) / len(stats.rewards),
+                    "reward_min": min(stats.rewards),
+                    "reward_max": max(stats.rewards),
+                },
+                [
+                    {"episode": episode + i + 1, "update": stats.iteration, "reward": r, "steps": n}
+                    for i, (r, n) in enumerate(zip(stats.rewards, stats.episode_steps, strict=True))
+                ],
+            )
+            print(
+                f"Batch {stats.iteration} computed {stats.rollouts} rollouts ({stats.steps} steps)"
+                f" in {stats.seconds:.2f} seconds ({stats.steps_per_second:.0f} steps/s),"
+                f" running mean is {trainer.running_reward:.2f}",
+                flush=True,
+            )
+            if trainer.iteration % args.checkpoint_every == 0:
+                save(checkpoint_path, trainer.checkpoint())
+                saved = trainer.iteration
+    finally:
+        metrics.close()
+        if trainer.iteration > saved:
+            save(checkpoint_path, trainer.checkpoint())
+        best = trainer.best_running_reward
         print(
-            f"Batch {stats.iteration} computed {stats.rollouts} rollouts ({stats.steps} steps)"
-            f" in {stats.seconds:.2f} seconds ({stats.steps_per_second:.0f} steps/s),"
-            f" running mean is {trainer.running_reward:.2f}",
+            f"Done: {trainer.iteration} updates ({trainer.iteration - first} in this run),"
+            f" {trainer.episodes} episodes, best running mean"
+            f" {'-' if best is None else f'{best:.2f}'}; checkpoint: {checkpoint_path}"
+            f" (python driver.py --resume {args.run_dir})",
             flush=True,
         )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.seed is None:
-        args.seed = int(np.random.SeedSequence().generate_state(1)[0])
 
     import ray
 
@@ -206,9 +331,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _handle_signals()
     try:
         try:
-            check_env(args.env)
-        except ValueError as e:
-            print(f"{PROG}: error: --env: {e}", file=sys.stderr)
+            resume = resolve_run(args)
+            try:
+                check_env(args.env)
+            except ValueError as e:
+                raise UsageError(f"--env: {e}") from None
+        except UsageError as e:
+            print(f"{PROG}: error: {e}", file=sys.stderr)
             return 2
         address = resolve_address(args.address)
         try:
@@ -217,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return 1
         _handle_signals()  # again: ray.init installs a SIGTERM handler of its own
-        train(args, address)
+        train(args, address, resume)
     except KeyboardInterrupt:
         received = _received[0] if _received else signal.SIGINT
         print(f"Interrupted by {received.name}; shutting down Ray.", file=sys.stderr, flush=True)

@@ -14,10 +14,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import ray
 
+from pong.checkpoint import Checkpoint
 from pong.model import Model, decay_rate, learning_rate, zeros_like_weights
 from pong.worker import RolloutWorker
 
 __all__ = ["Trainer", "UpdateStats"]
+
+# Spawn-key prefix of the worker seeds of a resumed run: (RESUMED, update) never
+# collides with the keys (0,), (1,), ... that a fresh run's seeds use.
+RESUMED = 0xFFFF_FFFF
 
 
 @dataclass
@@ -27,14 +32,15 @@ class UpdateStats:
     iteration: int
     rollouts: int = 0
     steps: int = 0
-    rewards: list[float] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)  # per episode, in arrival order
+    episode_steps: list[int] = field(default_factory=list)  # per episode, same order
     messages: list[str] = field(default_factory=list)
     seconds: float = 0.0  # the whole update, wall time
-    put: float = 0.0  # ray.put of the model and submitting the calls
+    put: float = 0.0  # clearing the buffer, ray.put of the model, submitting the calls
     wait: float = 0.0  # blocked in ray.wait: the workers are playing
     get: float = 0.0  # ray.get of the results (deserialisation)
     accumulate: float = 0.0  # adding gradients to the batch buffer
-    update: float = 0.0  # RMSProp and clearing the buffer
+    update: float = 0.0  # RMSProp
 
     @property
     def overhead(self) -> float:
@@ -55,24 +61,46 @@ class Trainer:
         seed: seeds the weights and, through independent child seeds, every
             worker's env resets and action draws.
         learning_rate, decay_rate: RMSProp settings.
+        resume: a checkpoint to continue from: its weights, RMSProp cache,
+            counters and running reward. The workers of a resumed run get seeds
+            derived from (seed, update resumed at), not the first run's again.
     """
 
     def __init__(
         self,
         batch_size: int,
         env_id: str,
-        seed: int | None,
+        seed: int,
         learning_rate: float = learning_rate,
         decay_rate: float = decay_rate,
+        resume: Checkpoint | None = None,
     ) -> None:
         model_seed, *worker_seeds = np.random.SeedSequence(seed).spawn(1 + batch_size)
         self.model = Model(model_seed)
-        self.grad_buffer = zeros_like_weights(self.model.weights)  # sum of the batch's gradients
         self.rmsprop_cache = zeros_like_weights(self.model.weights)  # RMSProp memory
+        self.seed = seed
+        self.batch_size = batch_size
+        self.env_id = env_id
         self.learning_rate = learning_rate
         self.decay_rate = decay_rate
         self.running_reward: float | None = None
-        self.iteration = 0
+        self.best_running_reward: float | None = None
+        self.iteration = 0  # updates done
+        self.episodes = 0
+        self.steps = 0
+        if resume is not None:
+            self.model.weights = {k: v.copy(order="K") for k, v in resume.weights.items()}
+            self.rmsprop_cache = {k: v.copy(order="K") for k, v in resume.rmsprop_cache.items()}
+            self.running_reward = resume.running_reward
+            self.best_running_reward = resume.best_running_reward
+            self.iteration, self.episodes, self.steps = (
+                resume.iteration,
+                resume.episodes,
+                resume.steps,
+            )
+            key = (RESUMED, resume.iteration)
+            worker_seeds = np.random.SeedSequence(seed, spawn_key=key).spawn(batch_size)
+        self.grad_buffer = zeros_like_weights(self.model.weights)  # sum of the batch's gradients
         self.actors = [
             # SPREAD: on a cluster, the games go to every node, not just the head.
             RolloutWorker.options(scheduling_strategy="SPREAD").remote(env_id, s)
@@ -88,9 +116,14 @@ class Trainer:
         """Play one game per worker and apply one RMSProp update of their summed gradients."""
         stats = UpdateStats(self.iteration + 1)
         start = time.perf_counter()
+        for g in self.grad_buffer.values():
+            g.fill(0)  # here, not after the update: an interrupted batch leaves a partial sum
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
         pending = [actor.compute_gradient.remote(model_ref) for actor in self.actors]
         stats.put = time.perf_counter() - start
+        # Updated per episode as it arrives, kept by the trainer only when the
+        # update completes: an interrupted batch leaves no trace in the state.
+        running = self.running_reward
         while pending:
             t0 = time.perf_counter()
             [ready], pending = ray.wait(pending)  # take each result as soon as it is done
@@ -108,21 +141,40 @@ class Trainer:
             stats.rollouts += 1
             stats.steps += result.steps
             stats.rewards.append(result.reward)
-            self.running_reward = (
-                result.reward
-                if self.running_reward is None
-                else self.running_reward * 0.99 + result.reward * 0.01
-            )
+            stats.episode_steps.append(result.steps)
+            running = result.reward if running is None else running * 0.99 + result.reward * 0.01
             t3 = time.perf_counter()
             stats.wait += t1 - t0
             stats.get += t2 - t1
             stats.accumulate += t3 - t2
         t0 = time.perf_counter()
         self.model.update(self.grad_buffer, self.rmsprop_cache, self.learning_rate, self.decay_rate)
-        for g in self.grad_buffer.values():
-            g.fill(0)
         end = time.perf_counter()
         stats.update = end - t0
         stats.seconds = end - start
         self.iteration += 1
+        self.running_reward = running
+        self.episodes += stats.rollouts
+        self.steps += stats.steps
+        if self.best_running_reward is None or self.running_reward > self.best_running_reward:
+            self.best_running_reward = self.running_reward
         return stats
+
+    def checkpoint(self) -> Checkpoint:
+        """The state after the last completed update (a batch in flight is not in it)."""
+        return Checkpoint(
+            weights=self.model.weights,
+            rmsprop_cache=self.rmsprop_cache,
+            iteration=self.iteration,
+            episodes=self.episodes,
+            steps=self.steps,
+            running_reward=self.running_reward,
+            best_running_reward=self.best_running_reward,
+            seed=self.seed,
+            settings={
+                "batch_size": self.batch_size,
+                "env": self.env_id,
+                "learning_rate": self.learning_rate,
+                "decay_rate": self.decay_rate,
+            },
+        )

@@ -69,16 +69,23 @@ def cluster(tmp_path_factory):
         _ray(["stop", "--force"], env)
 
 
-def test_driver_trains_on_both_nodes_with_redis_address(cluster) -> None:
+def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> None:
     address, env, _ = cluster
     proc = run_driver(
-        [f"--redis-address={address}", "--batch-size=4", "--iterations=2", "--seed=0"], env
+        [
+            f"--redis-address={address}",
+            "--batch-size=4",
+            "--iterations=2",
+            "--seed=0",
+            f"--run-dir={tmp_path / 'run'}",
+        ],
+        env,
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith(f"Running on the Ray cluster at {address} (2 nodes, 2 CPUs)")
     # SPREAD is best effort (2 + 2 or 3 + 1), but no node is left without workers.
-    placed = re.fullmatch(r"Started 4 RolloutWorker actors on 2 nodes \((\d) \+ (\d)\)", lines[1])
+    placed = re.fullmatch(r"Started 4 RolloutWorker actors on 2 nodes \((\d) \+ (\d)\)", lines[2])
     assert placed and min(int(placed[1]), int(placed[2])) >= 1, proc.stdout
     assert sum(bool(BATCH_LINE.match(line)) for line in lines) == 2, proc.stdout
 

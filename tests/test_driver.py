@@ -1,14 +1,17 @@
 from __future__ import annotations
 
+import csv
 import os
 import signal
 import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import driver
+from pong.checkpoint import load
 from tests.helpers import BATCH_LINE, ROOT, free_port, run_driver
 
 
@@ -87,34 +90,98 @@ def test_help_lists_every_flag(capsys) -> None:
         assert flag in out
 
 
+def _local_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+
+
+def _csv(path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
 @pytest.mark.ray
 @pytest.mark.ale
-def test_two_updates_on_a_local_ray() -> None:
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    proc = run_driver(["--batch-size=2", "--iterations=2", "--seed=0", "--num-cpus=2"], env)
+def test_two_updates_then_resume_one_more(tmp_path) -> None:
+    run = tmp_path / "run"
+    first = ["--batch-size=2", "--iterations=2", "--seed=0", "--num-cpus=2"]
+    proc = run_driver([*first, f"--run-dir={run}", "--checkpoint-every=1"], _local_env())
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("Running on a local Ray (1 node, 2 CPUs): batch size 2")
-    assert lines[1] == "Started 2 RolloutWorker actors on 1 node (2)"
+    assert lines[1].startswith(f"Run directory: {run} (checkpoint every 1 updates")
+    assert lines[2] == "Started 2 RolloutWorker actors on 1 node (2)"
     batches = [BATCH_LINE.match(line) for line in lines if line.startswith("Batch")]
     assert len(batches) == 2 and all(batches), proc.stdout
     for n, match in enumerate(batches, start=1):
         assert int(match[1]) == n and int(match[2]) == 2 and int(match[3]) > 200
         assert -21 <= float(match[6]) <= 21
+    assert lines[-1].startswith("Done: 2 updates (2 in this run), 4 episodes")
     assert "Traceback" not in proc.stderr
+    saved = load(run)
+    assert (saved.iteration, saved.episodes, saved.settings["batch_size"]) == (2, 4, 2)
+
+    proc = run_driver(["--resume", str(run), "--iterations=1", "--num-cpus=2"], _local_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "resuming after update 2" in proc.stdout
+    [batch3] = [BATCH_LINE.match(line) for line in proc.stdout.splitlines() if line[:5] == "Batch"]
+    assert batch3 and batch3[1] == "3"
+
+    updates, episodes = _csv(run / "updates.csv"), _csv(run / "episodes.csv")
+    assert [row["update"] for row in updates] == ["1", "2", "3"]
+    assert [row["episode"] for row in episodes] == [str(i) for i in range(1, 7)]
+    # The running mean went on from the saved one, episode by episode in arrival order.
+    running = saved.running_reward
+    for row in episodes[4:]:
+        running = running * 0.99 + float(row["reward"]) * 0.01
+    assert float(updates[2]["running_reward"]) == pytest.approx(running, abs=1e-12)
+    resumed = load(run)
+    assert (resumed.iteration, resumed.episodes) == (3, 6)
+    assert resumed.steps == saved.steps + int(batch3[3])
+    assert not np.array_equal(resumed.weights["W2"], saved.weights["W2"])  # it trained on
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--resume", "{tmp}/nowhere"], "--resume: {tmp}/nowhere/checkpoint.npz: no such"),
+        (["--resume", "{tmp}/junk.npz"], "--resume: {tmp}/junk.npz: unreadable or damaged"),
+        (["--resume", "{tmp}", "--run-dir", "{tmp}/x"], "a resumed run stays in its own"),
+    ],
+)
+def test_bad_resume_is_one_line_and_writes_nothing(argv, message, tmp_path, capsys) -> None:
+    (tmp_path / "junk.npz").write_bytes(b"\x00" * 100)
+    (tmp_path / "nowhere").mkdir()
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    try:
+        code = driver.main(argv)
+    except SystemExit as e:  # argparse's own checks exit
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message.replace("{tmp}", str(tmp_path)) in err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
 
 
 @pytest.mark.ray
 @pytest.mark.ale
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_stops_the_run_cleanly(sig, code, tmp_path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, tmp_path) -> None:
     out = tmp_path / "out.txt"
+    run = tmp_path / "run"
     with open(out, "w") as stdout:
         proc = subprocess.Popen(
-            [sys.executable, "driver.py", "--batch-size=1", "--seed=0", "--num-cpus=1"],
+            [
+                sys.executable,
+                "driver.py",
+                "--batch-size=1",
+                "--seed=0",
+                "--num-cpus=1",
+                f"--run-dir={run}",
+                "--checkpoint-every=1000",
+            ],
             cwd=ROOT,
-            env=env,
+            env=_local_env(),
             stdout=stdout,
             stderr=subprocess.PIPE,
             text=True,
@@ -131,3 +198,8 @@ def test_a_signal_stops_the_run_cleanly(sig, code, tmp_path) -> None:
     assert proc.returncode == code
     assert f"Interrupted by {sig.name}; shutting down Ray." in err
     assert "Traceback" not in err
+    printed = [BATCH_LINE.match(line) for line in out.read_text().splitlines()]
+    done = max(int(m[1]) for m in printed if m)
+    saved = load(run)  # saved on the way out, though 1000 updates were not reached
+    assert saved.iteration == done and saved.episodes == done
+    assert len(_csv(run / "updates.csv")) == done

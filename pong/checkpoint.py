@@ -1,0 +1,147 @@
+"""Checkpoints: everything needed to continue a run, in one ``.npz`` file.
+
+The file holds the weights (``W1``, ``W2``), the RMSProp cache
+(``cache_W1``, ``cache_W2``) and ``meta``: a JSON text with the counters,
+the running reward, the seed and the settings. It loads with
+``allow_pickle=False``, so a checkpoint can never run code. It is written to a
+temporary file next to its destination and renamed over it, so a crash or a
+full disk in the middle of a save never replaces a good checkpoint with half of
+one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pong.model import D, H
+
+__all__ = ["FILENAME", "Checkpoint", "CheckpointError", "load", "save"]
+
+FILENAME = "checkpoint.npz"  # inside a run directory
+FORMAT = "pong-checkpoint/1"
+SHAPES = {"W1": (H, D), "W2": (H,), "cache_W1": (H, D), "cache_W2": (H,)}
+
+
+class CheckpointError(ValueError):
+    """A checkpoint could not be used; the message names the file and the problem."""
+
+
+@dataclass
+class Checkpoint:
+    """A run's state between two updates.
+
+    Attributes:
+        weights: ``{"W1": (H, D), "W2": (H,)}``.
+        rmsprop_cache: same shapes.
+        iteration: updates done.
+        episodes: episodes played.
+        steps: env steps played.
+        running_reward: the running mean of episode rewards (``None`` before any).
+        best_running_reward: its best value after any update so far.
+        seed: the run's seed.
+        settings: batch size, env id, learning rate, decay rate.
+    """
+
+    weights: dict[str, np.ndarray]
+    rmsprop_cache: dict[str, np.ndarray]
+    iteration: int
+    episodes: int
+    steps: int
+    running_reward: float | None
+    best_running_reward: float | None
+    seed: int
+    settings: dict[str, object]
+
+
+def save(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
+    """Write ``checkpoint`` to ``path`` atomically (temporary file, fsync, rename)."""
+    path = Path(path)
+    meta = {
+        "format": FORMAT,
+        "iteration": checkpoint.iteration,
+        "episodes": checkpoint.episodes,
+        "steps": checkpoint.steps,
+        "running_reward": checkpoint.running_reward,
+        "best_running_reward": checkpoint.best_running_reward,
+        "seed": checkpoint.seed,
+        "settings": checkpoint.settings,
+    }
+    arrays = {
+        "W1": checkpoint.weights["W1"],
+        "W2": checkpoint.weights["W2"],
+        "cache_W1": checkpoint.rmsprop_cache["W1"],
+        "cache_W2": checkpoint.rmsprop_cache["W2"],
+        "meta": np.array(json.dumps(meta)),
+    }
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)  # atomic: readers see the old file or the new one
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def load(path: str | os.PathLike) -> Checkpoint:
+    """Read a checkpoint written by ``save``.
+
+    ``path`` may also be a run directory holding ``checkpoint.npz``.
+
+    Raises:
+        CheckpointError: missing, unreadable, truncated or corrupt file, not a
+            checkpoint, or weights of another network's shape.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILENAME
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            missing = [k for k in (*SHAPES, "meta") if k not in data.files]
+            if missing:
+                raise CheckpointError(
+                    f"{path}: not a pong checkpoint (no {', '.join(missing)} in it)"
+                )
+            arrays = {k: data[k] for k in SHAPES}
+            meta = json.loads(str(data["meta"]))
+    except CheckpointError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise CheckpointError(f"{path}: unreadable or damaged checkpoint ({reason})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a pong checkpoint (format {meta.get('format')!r})")
+    for k, shape in SHAPES.items():
+        if arrays[k].shape != shape:
+            raise CheckpointError(
+                f"{path}: {k} has shape {arrays[k].shape}, this network needs {shape}"
+            )
+        if not np.isfinite(arrays[k]).all():
+            raise CheckpointError(f"{path}: {k} holds NaN or infinite values")
+    try:
+        return Checkpoint(
+            weights={"W1": np.asfortranarray(arrays["W1"]), "W2": arrays["W2"]},
+            rmsprop_cache={"W1": np.asfortranarray(arrays["cache_W1"]), "W2": arrays["cache_W2"]},
+            iteration=int(meta["iteration"]),
+            episodes=int(meta["episodes"]),
+            steps=int(meta["steps"]),
+            running_reward=_optional_float(meta["running_reward"]),
+            best_running_reward=_optional_float(meta["best_running_reward"]),
+            seed=int(meta["seed"]),
+            settings=dict(meta["settings"]),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: damaged checkpoint metadata ({e!r})") from None
+
+
+def _optional_float(value: object) -> float | None:
+    return None if value is None else float(value)

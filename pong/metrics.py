@@ -1,0 +1,58 @@
+"""Metrics of a run as CSV files in its run directory, one row per update and per episode.
+
+``updates.csv``: update, episodes, steps, seconds, steps_per_s, running_reward,
+reward_mean, reward_min, reward_max. ``episodes.csv``: episode, update, reward,
+steps. Each row is flushed as it is written, so a crash loses nothing already
+printed; a resumed run appends to the same files.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+__all__ = ["EPISODES", "UPDATES", "MetricsLog"]
+
+UPDATES = "updates.csv"
+EPISODES = "episodes.csv"
+UPDATE_FIELDS = [
+    "update",
+    "episodes",
+    "steps",
+    "seconds",
+    "steps_per_s",
+    "running_reward",
+    "reward_mean",
+    "reward_min",
+    "reward_max",
+]
+EPISODE_FIELDS = ["episode", "update", "reward", "steps"]
+
+
+class MetricsLog:
+    """Appends rows to ``updates.csv`` and ``episodes.csv`` in ``run_dir``."""
+
+    def __init__(self, run_dir: str | os.PathLike) -> None:
+        run_dir = Path(run_dir)
+        self._files, self._writers = [], {}
+        for name, fields in ((UPDATES, UPDATE_FIELDS), (EPISODES, EPISODE_FIELDS)):
+            path = run_dir / name
+            new = not path.exists() or path.stat().st_size == 0
+            f = open(path, "a", newline="")  # noqa: SIM115 - closed in close()
+            writer = csv.DictWriter(f, fieldnames=fields)
+            if new:
+                writer.writeheader()
+            self._files.append(f)
+            self._writers[name] = (writer, f)
+
+    def update(self, row: dict[str, object], episodes: list[dict[str, object]]) -> None:
+        """One update's row and its episodes' rows, flushed."""
+        for name, rows in ((EPISODES, episodes), (UPDATES, [row])):
+            writer, f = self._writers[name]
+            writer.writerows(rows)
+            f.flush()
+
+    def close(self) -> None:
+        for f in self._files:
+            f.close()

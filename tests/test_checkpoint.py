@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from pong import checkpoint as ckpt
+from pong.checkpoint import FILENAME, Checkpoint, CheckpointError, load, save
+from pong.model import D, H, Model, zeros_like_weights
+
+
+def make_checkpoint(seed: int = 0) -> Checkpoint:
+    model = Model(seed=seed)
+    cache = zeros_like_weights(model.weights)
+    cache["W1"] += 0.5
+    cache["W2"][3] = 2.0
+    return Checkpoint(
+        weights=model.weights,
+        rmsprop_cache=cache,
+        iteration=7,
+        episodes=70,
+        steps=71234,
+        running_reward=-20.4321,
+        best_running_reward=-20.1,
+        seed=seed,
+        settings={
+            "batch_size": 10,
+            "env": "ALE/Pong-v5",
+            "learning_rate": 1e-4,
+            "decay_rate": 0.99,
+        },
+    )
+
+
+def test_round_trip_is_exact(tmp_path) -> None:
+    original = make_checkpoint()
+    save(tmp_path / FILENAME, original)
+    loaded = load(tmp_path)  # a run directory works too
+    for k in ("W1", "W2"):
+        np.testing.assert_array_equal(loaded.weights[k], original.weights[k])
+        np.testing.assert_array_equal(loaded.rmsprop_cache[k], original.rmsprop_cache[k])
+    assert loaded.weights["W1"].flags.f_contiguous  # the layout the fast path reads
+    for field in (
+        "iteration",
+        "episodes",
+        "steps",
+        "running_reward",
+        "best_running_reward",
+        "seed",
+        "settings",
+    ):
+        assert getattr(loaded, field) == getattr(original, field), field
+
+
+def test_file_loads_without_pickle(tmp_path) -> None:
+    save(tmp_path / FILENAME, make_checkpoint())
+    with np.load(tmp_path / FILENAME, allow_pickle=False) as data:
+        assert json.loads(str(data["meta"]))["format"] == "pong-checkpoint/1"
+
+
+def test_a_failed_save_leaves_the_old_checkpoint_intact(tmp_path, monkeypatch) -> None:
+    path = tmp_path / FILENAME
+    save(path, make_checkpoint(seed=1))
+    good = path.read_bytes()
+
+    def half_written(f, **arrays):
+        f.write(b"PK\x03\x04 half a file")
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(ckpt.np, "savez", half_written)
+    with pytest.raises(OSError, match="No space"):
+        save(path, make_checkpoint(seed=2))
+    assert path.read_bytes() == good
+    assert sorted(p.name for p in tmp_path.iterdir()) == [FILENAME]  # no temporary left
+
+
+def _write_npz(path, **arrays) -> None:
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+def _damaged(tmp_path, kind: str):
+    path = tmp_path / FILENAME
+    if kind == "missing":
+        return path
+    if kind == "empty directory":
+        return tmp_path
+    if kind == "not a zip":
+        path.write_text("hello, I am not a checkpoint\n")
+        return path
+    save(path, make_checkpoint())
+    data = path.read_bytes()
+    if kind == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif kind == "corrupt":
+        with zipfile.ZipFile(path) as z:
+            member = z.getinfo("W2.npy")
+        corrupted = bytearray(data)
+        start = member.header_offset + 30 + len(member.filename) + 200
+        corrupted[start : start + 64] = b"\xff" * 64
+        path.write_bytes(bytes(corrupted))
+    elif kind == "foreign npz":
+        _write_npz(path, weights=np.zeros(3))
+    elif kind == "other network shape":
+        small = {
+            k: np.zeros((100, D)) if k.endswith("W1") else np.zeros(100)
+            for k in ("W1", "W2", "cache_W1", "cache_W2")
+        }
+        _write_npz(path, **small, meta=np.array(json.dumps({"format": "pong-checkpoint/1"})))
+    elif kind == "nan weights":
+        c = make_checkpoint()
+        c.weights["W2"][0] = np.nan
+        save(path, c)
+    elif kind == "pickled object":
+        _write_npz(
+            path,
+            W1=np.array([{"x": 1}], dtype=object),
+            W2=np.zeros(H),
+            cache_W1=np.zeros((H, D)),
+            cache_W2=np.zeros(H),
+            meta=np.array("{}"),
+        )
+    elif kind == "bad metadata":
+        c = make_checkpoint()
+        _write_npz(
+            path,
+            W1=c.weights["W1"],
+            W2=c.weights["W2"],
+            cache_W1=c.rmsprop_cache["W1"],
+            cache_W2=c.rmsprop_cache["W2"],
+            meta=np.array("{not json"),
+        )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("missing", "no such checkpoint file"),
+        ("empty directory", "no such checkpoint file"),
+        ("not a zip", "unreadable or damaged checkpoint"),
+        ("truncated", "unreadable or damaged checkpoint"),
+        ("corrupt", "unreadable or damaged checkpoint"),
+        ("foreign npz", "not a pong checkpoint"),
+        ("other network shape", r"W1 has shape \(100, 6400\), this network needs \(200, 6400\)"),
+        ("nan weights", "W2 holds NaN or infinite values"),
+        ("pickled object", "unreadable or damaged checkpoint"),
+        ("bad metadata", "unreadable or damaged checkpoint"),
+    ],
+)
+def test_bad_checkpoints_raise_one_line_naming_the_file(tmp_path, kind, message) -> None:
+    path = _damaged(tmp_path, kind)
+    with pytest.raises(CheckpointError, match=message) as info:
+        load(path)
+    text = str(info.value)
+    assert str(tmp_path) in text and "\n" not in text
