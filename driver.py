@@ -176,7 +176,36 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="continue the run saved in PATH (a checkpoint.npz, or its run directory), with"
         " its settings",
     )
+    watch = parser.add_argument_group("watching a trained agent (no training, no Ray)")
+    watch.add_argument(
+        "--evaluate",
+        metavar="CHECKPOINT",
+        type=Path,
+        default=None,
+        help="play games with the policy saved in CHECKPOINT (a checkpoint.npz or its run"
+        " directory) and print each score",
+    )
+    watch.add_argument(
+        "--episodes",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help="games to play (default: 1)",
+    )
+    watch.add_argument(
+        "--record",
+        metavar="FILE.gif",
+        type=Path,
+        default=None,
+        help="also write the games as an animated GIF (needs: pip install -e '.[record]')",
+    )
     args = parser.parse_args(argv)
+    if args.evaluate is None and (args.episodes is not None or args.record is not None):
+        parser.error("argument --episodes/--record: only with --evaluate CHECKPOINT")
+    if args.evaluate is not None and args.resume is not None:
+        parser.error("argument --resume: not with --evaluate")
+    if args.record is not None and args.record.suffix.lower() != ".gif":
+        parser.error(f"argument --record: only .gif files are written, got {str(args.record)!r}")
     if args.decay_rate is not None and args.decay_rate >= 1:
         parser.error(f"argument --decay-rate: expected a number below 1, got {args.decay_rate}")
     if args.resume is not None and args.run_dir is not None:
@@ -235,6 +264,50 @@ def resolve_run(args: argparse.Namespace) -> Checkpoint | None:
         setattr(args, name, value)
     args.run_dir = args.resume if args.resume.is_dir() else args.resume.parent
     return checkpoint
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """``--evaluate``: play games with a saved policy, print the scores, maybe record them."""
+    from pong.checkpoint import CheckpointError, load
+    from pong.env import check_env
+    from pong.evaluate import play_games, write_gif
+    from pong.model import Model
+
+    try:
+        checkpoint = load(args.evaluate)
+    except CheckpointError as e:
+        raise UsageError(f"--evaluate: {e}") from None
+    env_id = args.env or str(checkpoint.settings.get("env", DEFAULTS["env"]))
+    try:
+        check_env(env_id)
+    except ValueError as e:
+        raise UsageError(f"--env: {e}") from None
+    if args.record is not None:
+        try:
+            import imageio  # noqa: F401
+        except ImportError:
+            raise UsageError("--record needs imageio: pip install -e '.[record]'") from None
+        if not args.record.parent.is_dir():
+            raise UsageError(f"--record: no such directory {args.record.parent}")
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
+    episodes = args.episodes or 1
+    print(
+        f"Playing {episodes} game{'s' * (episodes != 1)} of {env_id} with the policy of"
+        f" {args.evaluate} (update {checkpoint.iteration}), seed {seed}",
+        flush=True,
+    )
+    model = Model.from_weights(checkpoint.weights)
+    scores, frames = play_games(model, env_id, episodes, seed, record=args.record is not None)
+    for game, (won, lost, steps) in enumerate(scores, start=1):
+        outcome = "won" if won > lost else "lost"
+        print(f"Game {game}: {outcome} {won}-{lost} in {steps} steps", flush=True)
+    mean = sum(won - lost for won, lost, _ in scores) / len(scores)
+    wins = sum(won > lost for won, lost, _ in scores)
+    print(f"Mean score {mean:+.2f} over {len(scores)} games; won {wins}", flush=True)
+    if args.record is not None:
+        write_gif(args.record, frames)
+        print(f"Recorded {len(frames)} frames to {args.record}", flush=True)
+    return 0
 
 
 def train(args: argparse.Namespace, address: str | None, resume: Checkpoint | None) -> None:
@@ -330,6 +403,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     _handle_signals()
     try:
+        if args.evaluate is not None:
+            try:
+                return evaluate(args)
+            except UsageError as e:
+                print(f"{PROG}: error: {e}", file=sys.stderr)
+                return 2
         try:
             resume = resolve_run(args)
             try:

@@ -120,6 +120,13 @@ class Model:
             "W2": rng.standard_normal(H) / np.sqrt(H),  # (H,)
         }
 
+    @classmethod
+    def from_weights(cls, weights: dict[str, np.ndarray]) -> Model:
+        """A model with the given ``W1`` (H, D) and ``W2`` (H,), e.g. from a checkpoint."""
+        model = cls.__new__(cls)
+        model.weights = {"W1": np.asfortranarray(weights["W1"]), "W2": np.asarray(weights["W2"])}
+        return model
+
     def policy_forward(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """Forward pass for one input.
 

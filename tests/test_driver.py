@@ -86,6 +86,12 @@ def test_help_lists_every_flag(capsys) -> None:
         "--env",
         "--seed",
         "--num-cpus",
+        "--run-dir",
+        "--checkpoint-every",
+        "--resume",
+        "--evaluate",
+        "--episodes",
+        "--record",
     ):
         assert flag in out
 

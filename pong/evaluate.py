@@ -1,0 +1,68 @@
+"""Watching a trained policy: play games with it, print the scores, optionally record them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+from pong.env import make_env
+from pong.model import Model
+from pong.rollout import rollout
+
+__all__ = ["FrameRecorder", "play_games", "write_gif"]
+
+FRAME_SECONDS = 4 / 60  # one ALE/Pong-v5 step: 4 frames of the 60 Hz console
+
+
+class FrameRecorder(gym.Wrapper):
+    """Keeps a copy of every observation the env returns, for a video."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.frames: list[np.ndarray] = []
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.frames.append(obs.copy())
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.frames.append(obs.copy())
+        return obs, reward, terminated, truncated, info
+
+
+def play_games(
+    model: Model, env_id: str, episodes: int, seed: int, record: bool = False
+) -> tuple[list[tuple[int, int, int]], list[np.ndarray]]:
+    """Play ``episodes`` games with ``model``, sampling actions as in training.
+
+    Returns:
+        ``(scores, frames)``: (points won, points lost, steps) per game, and
+        every frame of every game when ``record`` is set (else empty).
+    """
+    env: gym.Env = make_env(env_id)
+    if record:
+        env = FrameRecorder(env)
+    rng = np.random.default_rng(seed)
+    scores = []
+    for game in range(episodes):
+        episode = rollout(model, env, rng, seed=seed if game == 0 else None)
+        scores.append(
+            (int((episode.epr > 0).sum()), int((episode.epr < 0).sum()), len(episode.epr))
+        )
+    env.close()
+    return scores, env.frames if record else []
+
+
+def write_gif(path: str | os.PathLike, frames: list[np.ndarray], every: int = 1) -> Path:
+    """Write ``frames`` as an animated GIF at the game's speed (needs imageio)."""
+    import imageio.v3 as iio
+
+    path = Path(path)
+    chosen = frames[::every]
+    iio.imwrite(path, np.stack(chosen), duration=1000 * FRAME_SECONDS * every, loop=0)
+    return path

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import imageio.v3 as iio
+import pytest
+
+import driver
+from pong.checkpoint import FILENAME, Checkpoint, save
+from pong.evaluate import play_games, write_gif
+from pong.model import Model, zeros_like_weights
+
+pytestmark = pytest.mark.ale
+
+
+def test_games_are_whole_and_frames_match_steps() -> None:
+    scores, frames = play_games(Model(seed=0), "ALE/Pong-v5", episodes=1, seed=0, record=True)
+    [(won, lost, steps)] = scores
+    assert max(won, lost) == 21
+    assert len(frames) == steps + 1  # the reset's frame, then one per step
+    assert frames[0].shape == (210, 160, 3)
+
+
+def test_gif_holds_the_frames(tmp_path) -> None:
+    _, frames = play_games(Model(seed=1), "ALE/Pong-v5", episodes=1, seed=1, record=True)
+    path = write_gif(tmp_path / "game.gif", frames, every=20)
+    video = iio.imread(path)
+    assert video.shape[0] == len(frames[::20]) and video.shape[1:3] == (210, 160)
+
+
+def test_driver_evaluate_prints_scores_and_records(tmp_path, capsys) -> None:
+    model = Model(seed=2)
+    save(
+        tmp_path / FILENAME,
+        Checkpoint(
+            model.weights,
+            zeros_like_weights(model.weights),
+            5,
+            50,
+            50_000,
+            -20.0,
+            -19.5,
+            2,
+            {"env": "ALE/Pong-v5"},
+        ),
+    )
+    gif = tmp_path / "game.gif"
+    assert driver.main(["--evaluate", str(tmp_path), "--seed=3", "--record", str(gif)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("Playing 1 game of ALE/Pong-v5 with the policy of")
+    assert "(update 5), seed 3" in out[0]
+    assert out[1].startswith("Game 1: lost ") or out[1].startswith("Game 1: won ")
+    assert out[2].startswith("Mean score ") and out[3].startswith("Recorded ")
+    assert gif.read_bytes()[:6] == b"GIF89a"

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import pytest
+
+from pong import plot
+from pong.metrics import MetricsLog
+from tests.test_metrics import _episodes, _row
+
+
+def test_plot_writes_a_png_of_the_run(tmp_path) -> None:
+    log = MetricsLog(tmp_path)
+    for update in range(1, 6):
+        log.update(_row(update), _episodes(update))
+    log.close()
+    out = plot.plot_run(tmp_path)
+    assert out == tmp_path / "learning_curve.png"
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+@pytest.mark.parametrize("make", ["missing", "empty"])
+def test_plot_of_a_directory_without_metrics_is_one_line(tmp_path, make, capsys) -> None:
+    run = tmp_path / "run"
+    if make == "empty":
+        run.mkdir()
+        MetricsLog(run).close()  # headers, no rows
+    assert plot.main([str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(run) in err
