@@ -23,7 +23,10 @@ def test_gif_holds_the_frames(tmp_path) -> None:
     _, frames = play_games(Model(seed=1), "ALE/Pong-v5", episodes=1, seed=1, record=True)
     path = write_gif(tmp_path / "game.gif", frames, every=20)
     video = iio.imread(path)
-    assert video.shape[0] == len(frames[::20]) and video.shape[1:3] == (210, 160)
+    # Pillow merges identical consecutive frames, so there may be fewer; Pong has
+    # few colours, so the GIF's palette keeps every pixel exact.
+    assert 0 < video.shape[0] <= len(frames[::20]) and video.shape[1:] == (210, 160, 3)
+    assert (video[0] == frames[0]).all()
 
 
 def test_driver_evaluate_prints_scores_and_records(tmp_path, capsys) -> None:
