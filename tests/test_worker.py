@@ -12,13 +12,6 @@ from pong.worker import THREAD_ENV_VARS, RolloutWorker
 pytestmark = [pytest.mark.ray, pytest.mark.ale]
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
-    yield
-    ray.shutdown()
-
-
 def test_workers_return_finite_gradients_and_same_seed_same_gradient(local_ray) -> None:
     model_ref = ray.put(Model(seed=0))
     a, b = RolloutWorker.remote(seed=11), RolloutWorker.remote(seed=11)
