@@ -4,6 +4,8 @@ Run:
     python driver.py --batch-size=10                 # local Ray, until Ctrl-C
     python driver.py --iterations=2 --seed=0         # two updates, reproducible
     python driver.py --redis-address=HOST:PORT       # an existing Ray cluster
+    python driver.py --resume runs/20261122-031402   # continue a saved run
+    python driver.py --evaluate runs/20261122-031402 --episodes 3 --record game.gif
 
 Each update, one RolloutWorker actor per batch slot plays a game with the
 current weights and returns its gradient; the driver adds the gradients up as
@@ -351,24 +353,7 @@ def train(args: argparse.Namespace, address: str | None, resume: Checkpoint | No
             stats = trainer.step()
             for message in stats.messages:
                 print(message, flush=True)
-            episode = trainer.episodes - stats.rollouts
-            metrics.update(
-                {
-                    "update": stats.iteration,
-                    "episodes": trainer.episodes,
-                    "steps": trainer.steps,
-                    "seconds": round(stats.seconds, 4),
-                    "steps_per_s": round(stats.steps_per_second, 1),
-                    "running_reward": trainer.running_reward,
-                    "reward_mean": sum(stats.rewards) / len(stats.rewards),
-                    "reward_min": min(stats.rewards),
-                    "reward_max": max(stats.rewards),
-                },
-                [
-                    {"episode": episode + i + 1, "update": stats.iteration, "reward": r, "steps": n}
-                    for i, (r, n) in enumerate(zip(stats.rewards, stats.episode_steps, strict=True))
-                ],
-            )
+            metrics.record(stats, trainer)
             print(
                 f"Batch {stats.iteration} computed {stats.rollouts} rollouts ({stats.steps} steps)"
                 f" in {stats.seconds:.2f} seconds ({stats.steps_per_second:.0f} steps/s),"

@@ -11,6 +11,10 @@ from __future__ import annotations
 import csv
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pong.train import Trainer, UpdateStats
 
 __all__ = ["EPISODES", "UPDATES", "MetricsLog"]
 
@@ -52,6 +56,26 @@ class MetricsLog:
             writer, f = self._writers[name]
             writer.writerows(rows)
             f.flush()
+
+    def record(self, stats: UpdateStats, trainer: Trainer) -> None:
+        """The rows of the update ``trainer`` just made (``stats``), flushed."""
+        first_episode = trainer.episodes - stats.rollouts + 1
+        row = {
+            "update": stats.iteration,
+            "episodes": trainer.episodes,
+            "steps": trainer.steps,
+            "seconds": round(stats.seconds, 4),
+            "steps_per_s": round(stats.steps_per_second, 1),
+            "running_reward": trainer.running_reward,
+            "reward_mean": sum(stats.rewards) / len(stats.rewards),
+            "reward_min": min(stats.rewards),
+            "reward_max": max(stats.rewards),
+        }
+        episodes = [
+            {"episode": first_episode + i, "update": stats.iteration, "reward": r, "steps": n}
+            for i, (r, n) in enumerate(zip(stats.rewards, stats.episode_steps, strict=True))
+        ]
+        self.update(row, episodes)
 
     def close(self) -> None:
         for f in self._files:
