@@ -410,7 +410,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return 1
         _handle_signals()  # again: ray.init installs a SIGTERM handler of its own
-        train(args, address, resume)
+        from pong.train import WorkerError
+
+        try:
+            train(args, address, resume)
+        except WorkerError as e:
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return 1
     except KeyboardInterrupt:
         received = _received[0] if _received else signal.SIGINT
         print(f"Interrupted by {received.name}; shutting down Ray.", file=sys.stderr, flush=True)

@@ -16,13 +16,17 @@ import ray
 
 from pong.checkpoint import Checkpoint
 from pong.model import Model, decay_rate, learning_rate, zeros_like_weights
-from pong.worker import RolloutWorker
+from pong.worker import MAX_RESTARTS, RolloutWorker
 
-__all__ = ["Trainer", "UpdateStats"]
+__all__ = ["Trainer", "UpdateStats", "WorkerError"]
 
 # Spawn-key prefix of the worker seeds of a resumed run: (RESUMED, update) never
 # collides with the keys (0,), (1,), ... that a fresh run's seeds use.
 RESUMED = 0xFFFF_FFFF
+
+
+class WorkerError(RuntimeError):
+    """A worker died more often than Ray may restart it; the message is one line."""
 
 
 @dataclass
@@ -128,8 +132,20 @@ class Trainer:
             t0 = time.perf_counter()
             [ready], pending = ray.wait(pending)  # take each result as soon as it is done
             t1 = time.perf_counter()
-            result = ray.get(ready)
+            try:
+                result = ray.get(ready)
+            except ray.exceptions.RayActorError as e:
+                reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise WorkerError(
+                    f"a RolloutWorker died {MAX_RESTARTS + 1} times, more than Ray may restart"
+                    f" it; stopping ({reason})"
+                ) from None
             t2 = time.perf_counter()
+            if result.restarted:
+                stats.messages.append(
+                    "note: a worker's process had died; Ray restarted it and its game was"
+                    " played again"
+                )
             if result.note:
                 stats.messages.append(f"note: {result.note}")
             if result.grad.is_finite():

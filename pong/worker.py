@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -13,7 +14,12 @@ from pong.env import DEFAULT_ENV, make_env
 from pong.model import Model, SparseGrad
 from pong.rollout import episode_gradient, rollout
 
-__all__ = ["THREAD_ENV_VARS", "Result", "RolloutWorker"]
+__all__ = ["MAX_RESTARTS", "THREAD_ENV_VARS", "Result", "RolloutWorker"]
+
+# A worker whose process dies (killed, out of memory, node lost) is started
+# again by Ray and its unfinished game replayed, up to this many times; after
+# that the driver stops with an error rather than retrying forever.
+MAX_RESTARTS = 3
 
 # Each worker runs its small matrix products single-threaded: ten workers with a
 # BLAS thread pool per core would fight over the cores. The variables must be in
@@ -34,15 +40,22 @@ class Result(NamedTuple):
         reward: the episode's total reward (points won minus points lost).
         steps: number of env steps.
         note: ``None``, or one line on what was done about a degenerate episode.
+        restarted: this worker's process had died and Ray started it again
+            since its last result (the game was replayed from the start).
     """
 
     grad: SparseGrad
     reward: float
     steps: int
     note: str | None
+    restarted: bool = False
 
 
-@ray.remote(runtime_env={"env_vars": THREAD_ENV_VARS})
+@ray.remote(
+    runtime_env={"env_vars": THREAD_ENV_VARS},
+    max_restarts=MAX_RESTARTS,
+    max_task_retries=MAX_RESTARTS,
+)
 class RolloutWorker:
     """Owns one env, created once; plays one episode per ``compute_gradient`` call.
 
@@ -61,13 +74,17 @@ class RolloutWorker:
         actions_seed, env_seed = seed.spawn(2)
         self.rng = np.random.default_rng(actions_seed)
         self.reset_seed: int | None = int(env_seed.generate_state(1)[0])  # first reset only
+        with warnings.catch_warnings():  # Ray's property calls a deprecated API of its own
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
 
     def compute_gradient(self, model: Model) -> Result:
         """Play one episode with ``model`` and return its gradient and reward."""
         episode = rollout(model, self.env, self.rng, seed=self.reset_seed)
         self.reset_seed = None  # later resets continue the env's seeded stream
         grad, note = episode_gradient(model, episode)
-        return Result(grad, float(episode.epr.sum()), len(episode.epr), note)
+        restarted, self.restarted = self.restarted, False
+        return Result(grad, float(episode.epr.sum()), len(episode.epr), note, restarted)
 
     def describe(self) -> dict[str, object]:
         """Where this worker runs: node id, host name, pid and thread variables."""
