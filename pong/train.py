@@ -25,8 +25,12 @@ __all__ = ["Trainer", "UpdateStats", "WorkerError"]
 RESUMED = 0xFFFF_FFFF
 
 
+UNAVAILABLE_RETRIES = 30  # calls re-sent to a worker that Ray reports temporarily unreachable
+UNAVAILABLE_WAIT_S = 1.0  # pause before each, while Ray restarts it (e.g. after a lost node)
+
+
 class WorkerError(RuntimeError):
-    """A worker died more often than Ray may restart it; the message is one line."""
+    """A worker is gone for good (Ray's restarts are used up); the message is one line."""
 
 
 @dataclass
@@ -123,7 +127,9 @@ class Trainer:
         for g in self.grad_buffer.values():
             g.fill(0)  # here, not after the update: an interrupted batch leaves a partial sum
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
-        pending = [actor.compute_gradient.remote(model_ref) for actor in self.actors]
+        owner = {actor.compute_gradient.remote(model_ref): actor for actor in self.actors}
+        pending = list(owner)
+        resent: dict[int, int] = {}  # actor index -> calls re-sent in this update
         stats.put = time.perf_counter() - start
         # Updated per episode as it arrives, kept by the trainer only when the
         # update completes: an interrupted batch leaves no trace in the state.
@@ -135,11 +141,28 @@ class Trainer:
             try:
                 result = ray.get(ready)
             except ray.exceptions.RayActorError as e:
-                reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise WorkerError(
-                    f"a RolloutWorker died {MAX_RESTARTS + 1} times, more than Ray may restart"
-                    f" it; stopping ({reason})"
-                ) from None
+                actor = owner.pop(ready)
+                i = self.actors.index(actor)
+                unavailable = isinstance(e, ray.exceptions.ActorUnavailableError)
+                if not unavailable or resent.get(i, 0) >= UNAVAILABLE_RETRIES:
+                    reason = str(e).strip().splitlines()[0] if str(e).strip() else "no reason"
+                    raise WorkerError(
+                        f"RolloutWorker {i} is gone and Ray can no longer restart it (it restarts"
+                        f" a worker up to {MAX_RESTARTS} times); stopping ({reason})"
+                    ) from None
+                # Its node or process is being replaced: ask again once Ray has restarted it.
+                if not resent:
+                    stats.messages.append(
+                        f"note: RolloutWorker {i} is unreachable (its process or node was lost);"
+                        " waiting for Ray to restart it"
+                    )
+                resent[i] = resent.get(i, 0) + 1
+                time.sleep(UNAVAILABLE_WAIT_S)
+                retry = actor.compute_gradient.remote(model_ref)
+                owner[retry] = actor
+                pending.append(retry)
+                stats.wait += time.perf_counter() - t0
+                continue
             t2 = time.perf_counter()
             if result.restarted:
                 stats.messages.append(

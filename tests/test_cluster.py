@@ -6,6 +6,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -113,3 +114,46 @@ def test_a_wrong_token_is_refused_with_one_line(cluster, tmp_path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1, proc.stderr
     assert f"the Ray cluster at {address} refused this machine's token" in proc.stderr
+
+
+def test_losing_a_node_restarts_its_workers_and_training_goes_on(cluster, tmp_path) -> None:
+    """Last in this module: it takes the second node down for good."""
+    from tests.test_faults import start_driver, wait_for
+
+    address, env, _ = cluster
+    out = tmp_path / "out.txt"
+    proc = start_driver(
+        [
+            f"--redis-address={address}",
+            "--batch-size=4",
+            "--iterations=3",
+            f"--run-dir={tmp_path / 'run'}",
+        ],
+        out,
+        env=env,
+    )
+    try:
+        wait_for(lambda: "Batch 1 " in out.read_text(), proc)
+        [raylet] = [
+            pid
+            for pid, cmd in _processes()
+            if b"raylet" in cmd.split(b"\0")[0] and b"--head" not in cmd
+        ]
+        os.kill(raylet, signal.SIGKILL)  # the second node is gone, with its workers
+        _, err = proc.communicate(timeout=240)
+    finally:
+        proc.kill()
+    text = out.read_text()
+    assert proc.returncode == 0, err
+    batches = [m for m in map(BATCH_LINE.match, text.splitlines()) if m]
+    assert [m[1] for m in batches] == ["1", "2", "3"] and all(m[2] == "4" for m in batches)
+    assert "Ray restarted it and its game was played again" in text
+
+
+def _processes():
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                yield int(entry.name), (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
