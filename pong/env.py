@@ -14,12 +14,15 @@ UP, DOWN = 2, 3  # ALE's "RIGHT" and "LEFT": the paddle moves up and down
 
 
 def _register() -> None:
-    """Register ale-py's envs; Gymnasium 1.x no longer discovers plugins by itself."""
+    """Register ale-py's envs (Gymnasium 1.x no longer discovers plugins) and our toy."""
     import ale_py
+
+    from pong import toy
 
     # One banner per worker process says nothing a user needs.
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
     gym.register_envs(ale_py)
+    toy.register()
 
 
 def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:

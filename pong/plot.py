@@ -43,9 +43,10 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     import matplotlib.pyplot as plt
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), layout="constrained")
+    scores = [float(r["reward"]) for r in episodes]
     top.scatter(
         [int(r["episode"]) for r in episodes],
-        [float(r["reward"]) for r in episodes],
+        scores,
         s=4,
         alpha=0.3,
         color="tab:gray",
@@ -57,7 +58,8 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
         color="tab:blue",
         label="running mean",
     )
-    top.set(xlabel="episodes", ylabel="score (points won - lost)", ylim=(-21.5, 21.5))
+    limit = max(1.0, max(abs(x) for x in scores)) + 0.5  # Pong: +-21.5
+    top.set(xlabel="episodes", ylabel="score (points won - lost)", ylim=(-limit, limit))
     top.axhline(0, color="black", linewidth=0.5)
     top.legend(loc="upper left")
     top.set_title(f"{run_dir.name}: {len(updates)} updates, {len(episodes)} episodes")

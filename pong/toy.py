@@ -1,0 +1,86 @@
+"""A toy env with Pong's frames, actions and rewards, that a policy learns in a minute.
+
+``PongToy/Catch-v0``: a ball falls from a random column toward a paddle in the
+middle of the bottom row; action 2 pushes the ball one step left as it falls,
+action 3 one step right. A point is +1 when the ball lands on the paddle, -1
+when it misses; a game is ``points`` balls. The right action depends only on
+which side of the paddle the ball is, so a correct learner finds it within a
+few hundred games, and a broken one (gradient sign flipped, preprocessing or
+update broken) does not. Frames are 210 x 160 x 3 uint8 in Pong's background colour,
+with objects drawn on the pixels that preprocessing keeps, so the real
+preprocessing, model and update see exactly the kind of input Pong gives them
+(a few +-1 entries in the difference frame). A random policy catches about one
+ball in six; steering toward the paddle catches them all.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+__all__ = ["ENV_ID", "Catch", "register"]
+
+ENV_ID = "PongToy/Catch-v0"
+BACKGROUND_RGB = (144, 72, 17)  # Pong's playing-field colour: erased by preprocessing
+BALL_RGB = (236, 236, 236)
+PADDLE_RGB = (92, 186, 92)
+CELLS = 80  # the 80 x 80 grid that preprocessing keeps (rows 35..194, every 2nd pixel)
+PADDLE_ROW = 77  # the cell row of the paddle
+PADDLE_COL = CELLS // 2  # the paddle's centre; it does not move
+PADDLE_HALF = 6  # the paddle covers PADDLE_COL - 6 .. PADDLE_COL + 6 (13 cells)
+STEER = 4  # cells an action moves the ball sideways
+FALL = 8  # cells the ball falls per step: a drop takes 10 steps
+
+
+class Catch(gym.Env):
+    """Catch the falling ball. See the module docstring."""
+
+    metadata = {"render_modes": ["rgb_array"]}
+
+    def __init__(self, points: int = 5, render_mode: str | None = None) -> None:
+        self.points = points
+        self.render_mode = render_mode
+        self.observation_space = gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)
+        self.action_space = gym.spaces.Discrete(6)  # as Pong: 2 and 3 are the moves
+        self._frame = np.empty((210, 160, 3), np.uint8)
+
+    def _new_ball(self) -> None:
+        self.ball_row = 0
+        self.ball_col = int(self.np_random.integers(0, CELLS))
+
+    def _draw(self) -> np.ndarray:
+        frame = self._frame
+        frame[:] = BACKGROUND_RGB
+        r, c = 35 + 2 * self.ball_row, 2 * self.ball_col
+        frame[r : r + 2, c : c + 2] = BALL_RGB
+        r, lo, hi = 35 + 2 * PADDLE_ROW, PADDLE_COL - PADDLE_HALF, PADDLE_COL + PADDLE_HALF + 1
+        frame[r : r + 2, 2 * lo : 2 * hi] = PADDLE_RGB
+        return frame.copy()
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.played = 0
+        self._new_ball()
+        return self._draw(), {}
+
+    def step(self, action: int):
+        if action == 2:
+            self.ball_col = max(0, self.ball_col - STEER)
+        elif action == 3:
+            self.ball_col = min(CELLS - 1, self.ball_col + STEER)
+        self.ball_row = min(PADDLE_ROW, self.ball_row + FALL)
+        reward = 0.0
+        if self.ball_row == PADDLE_ROW:
+            reward = 1.0 if abs(self.ball_col - PADDLE_COL) <= PADDLE_HALF else -1.0
+            self.played += 1
+            self._new_ball()
+        return self._draw(), reward, self.played >= self.points, False, {}
+
+    def render(self) -> np.ndarray:
+        return self._draw()
+
+
+def register() -> None:
+    """Make ``PongToy/Catch-v0`` known to ``gymnasium.make`` (idempotent)."""
+    if ENV_ID not in gym.registry:
+        gym.register(id=ENV_ID, entry_point=Catch)
