@@ -124,7 +124,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--env",
         metavar="ID",
         default=None,
-        help=f"Gymnasium env id; the 2016 program used Pong-v0 (default: {DEFAULTS['env']})",
+        help="Gymnasium env id; the 2016 program used Pong-v0, and PongToy/Catch-v0 is a toy"
+        f" that is learned in seconds (default: {DEFAULTS['env']})",
     )
     parser.add_argument(
         "--seed",
