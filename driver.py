@@ -347,7 +347,7 @@ def train(args: argparse.Namespace, address: str | None, resume: Checkpoint | No
         f" node{'s' * (len(counts) != 1)} ({' + '.join(map(str, counts))})",
         flush=True,
     )
-    metrics = MetricsLog(args.run_dir)
+    metrics = MetricsLog(args.run_dir, after=resume.iteration if resume else None)
     first, saved = trainer.iteration, trainer.iteration
     try:
         while args.iterations is None or trainer.iteration - first < args.iterations:

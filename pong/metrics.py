@@ -3,7 +3,9 @@
 ``updates.csv``: update, episodes, steps, seconds, steps_per_s, running_reward,
 reward_mean, reward_min, reward_max. ``episodes.csv``: episode, update, reward,
 steps. Each row is flushed as it is written, so a crash loses nothing already
-printed; a resumed run appends to the same files.
+printed; a resumed run appends to the same files, after dropping the rows of
+updates made after its checkpoint (a run killed between two checkpoints plays
+those updates again, so each update keeps exactly one row).
 """
 
 from __future__ import annotations
@@ -37,11 +39,14 @@ EPISODE_FIELDS = ["episode", "update", "reward", "steps"]
 class MetricsLog:
     """Appends rows to ``updates.csv`` and ``episodes.csv`` in ``run_dir``."""
 
-    def __init__(self, run_dir: str | os.PathLike) -> None:
+    def __init__(self, run_dir: str | os.PathLike, after: int | None = None) -> None:
+        """Open the files; with ``after``, first drop rows of updates later than ``after``."""
         run_dir = Path(run_dir)
         self._files, self._writers = [], {}
         for name, fields in ((UPDATES, UPDATE_FIELDS), (EPISODES, EPISODE_FIELDS)):
             path = run_dir / name
+            if after is not None:
+                _drop_rows_after(path, after)
             new = not path.exists() or path.stat().st_size == 0
             f = open(path, "a", newline="")  # noqa: SIM115 - closed in close()
             writer = csv.DictWriter(f, fieldnames=fields)
@@ -80,3 +85,24 @@ class MetricsLog:
     def close(self) -> None:
         for f in self._files:
             f.close()
+
+
+def _drop_rows_after(path: Path, update: int) -> None:
+    """Rewrite ``path`` (atomically) without the rows whose update is later than ``update``."""
+    if not path.exists():
+        return
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        fields = reader.fieldnames
+    kept = [row for row in rows if int(row["update"]) <= update]
+    if len(kept) == len(rows) or fields is None:
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(kept)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -126,6 +126,12 @@ def test_two_updates_then_resume_one_more(tmp_path) -> None:
     saved = load(run)
     assert (saved.iteration, saved.episodes, saved.settings["batch_size"]) == (2, 4, 2)
 
+    # A run killed after an update it never checkpointed leaves that update's rows behind.
+    with open(run / "updates.csv", "a") as f:
+        f.write("3,6,999,1.0,999.0,-20.0,-21.0,-21.0,-21.0\n")
+    with open(run / "episodes.csv", "a") as f:
+        f.write("5,3,-21.0,999\n6,3,-21.0,999\n")
+
     proc = run_driver(["--resume", str(run), "--iterations=1", "--num-cpus=2"], _local_env())
     assert proc.returncode == 0, proc.stderr
     assert "resuming after update 2" in proc.stdout

@@ -47,3 +47,21 @@ def test_rows_are_flushed_as_written_and_appended_on_reopen(tmp_path) -> None:
     assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2"]
     assert [r["episode"] for r in _read(tmp_path / EPISODES)] == ["1", "2", "3", "4"]
     assert _read(tmp_path / EPISODES)[3]["reward"] == "-20.0"
+
+
+def test_resuming_drops_rows_of_updates_after_the_checkpoint(tmp_path) -> None:
+    # A run killed after update 3 whose last checkpoint is update 2 plays update 3
+    # again on resume: its first row must go, so each update keeps one row.
+    log = MetricsLog(tmp_path)
+    for update in (1, 2, 3):
+        log.update(_row(update), _episodes(update))
+    log.close()
+
+    log = MetricsLog(tmp_path, after=2)
+    assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2"]
+    assert [r["episode"] for r in _read(tmp_path / EPISODES)] == ["1", "2", "3", "4"]
+    log.update(_row(3), _episodes(3))
+    log.close()
+    assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2", "3"]
+    assert [r["update"] for r in _read(tmp_path / EPISODES)] == ["1", "1", "2", "2", "3", "3"]
+    assert (tmp_path / UPDATES).read_text().count("update,episodes") == 1
