@@ -6,6 +6,7 @@ Run:
     python driver.py --redis-address=HOST:PORT       # an existing Ray cluster
     python driver.py --resume runs/20261122-031402   # continue a saved run
     python driver.py --evaluate runs/20261122-031402 --episodes 3 --record game.gif
+    python driver.py --evaluate results/pong-v5/policy.npz   # the trained agent we ship
 
 Each update, one RolloutWorker actor per batch slot plays a game with the
 current weights and returns its gradient; the driver adds the gradients up as
@@ -185,8 +186,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="CHECKPOINT",
         type=Path,
         default=None,
-        help="play games with the policy saved in CHECKPOINT (a checkpoint.npz or its run"
-        " directory) and print each score",
+        help="play games with the policy saved in CHECKPOINT (a checkpoint.npz, its run"
+        " directory, or a policy file from python -m pong.export such as"
+        " results/pong-v5/policy.npz) and print each score",
     )
     watch.add_argument(
         "--episodes",
@@ -277,7 +279,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from pong.model import Model
 
     try:
-        checkpoint = load(args.evaluate)
+        checkpoint = load(args.evaluate, policy=True)
     except CheckpointError as e:
         raise UsageError(f"--evaluate: {e}") from None
     env_id = args.env or str(checkpoint.settings.get("env", DEFAULTS["env"]))

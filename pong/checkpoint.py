@@ -7,6 +7,12 @@ the running reward, the seed and the settings. It loads with
 temporary file next to its destination and renamed over it, so a crash or a
 full disk in the middle of a save never replaces a good checkpoint with half of
 one.
+
+A *policy file* (``save_policy``) is the small form for sharing a trained
+agent: the weights only, as float32, compressed (about 5 MB instead of 20),
+with the same metadata. ``--evaluate`` plays it; resuming needs a checkpoint.
+Rounding to float32 moves a weight by at most 6e-8 of itself, which changes the
+policy's action probabilities by about that much relative.
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ import numpy as np
 
 from pong.model import D, H
 
-__all__ = ["FILENAME", "Checkpoint", "CheckpointError", "load", "save"]
+__all__ = ["FILENAME", "Checkpoint", "CheckpointError", "load", "save", "save_policy"]
 
 FILENAME = "checkpoint.npz"  # inside a run directory
 FORMAT = "pong-checkpoint/1"
+POLICY_FORMAT = "pong-policy/1"  # weights only, float32
 SHAPES = {"W1": (H, D), "W2": (H,), "cache_W1": (H, D), "cache_W2": (H,)}
+POLICY_SHAPES = {"W1": (H, D), "W2": (H,)}
 
 
 class CheckpointError(ValueError):
@@ -38,7 +46,7 @@ class Checkpoint:
 
     Attributes:
         weights: ``{"W1": (H, D), "W2": (H,)}``.
-        rmsprop_cache: same shapes.
+        rmsprop_cache: same shapes; ``None`` when read from a policy file.
         iteration: updates done.
         episodes: episodes played.
         steps: env steps played.
@@ -49,7 +57,7 @@ class Checkpoint:
     """
 
     weights: dict[str, np.ndarray]
-    rmsprop_cache: dict[str, np.ndarray]
+    rmsprop_cache: dict[str, np.ndarray] | None
     iteration: int
     episodes: int
     steps: int
@@ -61,9 +69,24 @@ class Checkpoint:
 
 def save(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
     """Write ``checkpoint`` to ``path`` atomically (temporary file, fsync, rename)."""
-    path = Path(path)
-    meta = {
-        "format": FORMAT,
+    arrays = {
+        "W1": checkpoint.weights["W1"],
+        "W2": checkpoint.weights["W2"],
+        "cache_W1": checkpoint.rmsprop_cache["W1"],
+        "cache_W2": checkpoint.rmsprop_cache["W2"],
+    }
+    _write(Path(path), arrays, _meta(checkpoint, FORMAT), np.savez)
+
+
+def save_policy(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
+    """Write ``checkpoint``'s weights alone, as float32, compressed, atomically."""
+    arrays = {k: checkpoint.weights[k].astype(np.float32) for k in POLICY_SHAPES}
+    _write(Path(path), arrays, _meta(checkpoint, POLICY_FORMAT), np.savez_compressed)
+
+
+def _meta(checkpoint: Checkpoint, format: str) -> dict[str, object]:
+    return {
+        "format": format,
         "iteration": checkpoint.iteration,
         "episodes": checkpoint.episodes,
         "steps": checkpoint.steps,
@@ -72,17 +95,13 @@ def save(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
         "seed": checkpoint.seed,
         "settings": checkpoint.settings,
     }
-    arrays = {
-        "W1": checkpoint.weights["W1"],
-        "W2": checkpoint.weights["W2"],
-        "cache_W1": checkpoint.rmsprop_cache["W1"],
-        "cache_W2": checkpoint.rmsprop_cache["W2"],
-        "meta": np.array(json.dumps(meta)),
-    }
+
+
+def _write(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, object], savez) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
+            savez(f, **arrays, meta=np.array(json.dumps(meta)))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)  # atomic: readers see the old file or the new one
@@ -90,14 +109,16 @@ def save(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def load(path: str | os.PathLike) -> Checkpoint:
-    """Read a checkpoint written by ``save``.
+def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
+    """Read a checkpoint written by ``save``; with ``policy``, a policy file too.
 
-    ``path`` may also be a run directory holding ``checkpoint.npz``.
+    ``path`` may also be a run directory holding ``checkpoint.npz``. Weights come
+    back as float64, W1 column-major, whichever file they came from.
 
     Raises:
         CheckpointError: missing, unreadable, truncated or corrupt file, not a
-            checkpoint, or weights of another network's shape.
+            checkpoint, a policy file where a checkpoint is needed, or weights of
+            another network's shape.
     """
     path = Path(path)
     if path.is_dir():
@@ -106,31 +127,46 @@ def load(path: str | os.PathLike) -> Checkpoint:
         raise CheckpointError(f"{path}: no such checkpoint file")
     try:
         with np.load(path, allow_pickle=False) as data:
-            missing = [k for k in (*SHAPES, "meta") if k not in data.files]
+            if "meta" not in data.files:
+                raise CheckpointError(f"{path}: not a pong checkpoint (no meta in it)")
+            meta = json.loads(str(data["meta"]))
+            fmt = meta.get("format") if isinstance(meta, dict) else None
+            if fmt == POLICY_FORMAT and not policy:
+                raise CheckpointError(
+                    f"{path}: a policy file holds no optimizer state; resume from the run's"
+                    f" {FILENAME}"
+                )
+            shapes = POLICY_SHAPES if fmt == POLICY_FORMAT else SHAPES
+            missing = [k for k in shapes if k not in data.files]
             if missing:
                 raise CheckpointError(
                     f"{path}: not a pong checkpoint (no {', '.join(missing)} in it)"
                 )
-            arrays = {k: data[k] for k in SHAPES}
-            meta = json.loads(str(data["meta"]))
+            arrays = {k: data[k] for k in shapes}
     except CheckpointError:
         raise
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise CheckpointError(f"{path}: unreadable or damaged checkpoint ({reason})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: not a pong checkpoint (format {meta.get('format')!r})")
-    for k, shape in SHAPES.items():
+    if fmt not in (FORMAT, POLICY_FORMAT):
+        raise CheckpointError(f"{path}: not a pong checkpoint (format {fmt!r})")
+    for k, shape in shapes.items():
         if arrays[k].shape != shape:
             raise CheckpointError(
                 f"{path}: {k} has shape {arrays[k].shape}, this network needs {shape}"
             )
         if not np.isfinite(arrays[k]).all():
             raise CheckpointError(f"{path}: {k} holds NaN or infinite values")
+    cache = None
+    if fmt == FORMAT:
+        cache = {"W1": np.asfortranarray(arrays["cache_W1"]), "W2": arrays["cache_W2"]}
     try:
         return Checkpoint(
-            weights={"W1": np.asfortranarray(arrays["W1"]), "W2": arrays["W2"]},
-            rmsprop_cache={"W1": np.asfortranarray(arrays["cache_W1"]), "W2": arrays["cache_W2"]},
+            weights={
+                "W1": np.asfortranarray(arrays["W1"], dtype=np.float64),
+                "W2": arrays["W2"].astype(np.float64),
+            },
+            rmsprop_cache=cache,
             iteration=int(meta["iteration"]),
             episodes=int(meta["episodes"]),
             steps=int(meta["steps"]),

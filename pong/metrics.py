@@ -6,19 +6,26 @@ steps. Each row is flushed as it is written, so a crash loses nothing already
 printed; a resumed run appends to the same files, after dropping the rows of
 updates made after its checkpoint (a run killed between two checkpoints plays
 those updates again, so each update keeps exactly one row).
+
+``python -m pong.metrics RUN_DIR`` prints a run's summary: updates, episodes,
+env steps, training time, and the update and episode at which the running mean
+first passed each milestone.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pong.train import Trainer, UpdateStats
 
-__all__ = ["EPISODES", "UPDATES", "MetricsLog"]
+__all__ = ["EPISODES", "UPDATES", "MetricsLog", "read_rows", "summarize"]
 
 UPDATES = "updates.csv"
 EPISODES = "episodes.csv"
@@ -106,3 +113,67 @@ def _drop_rows_after(path: Path, update: int) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a metrics CSV.
+
+    Raises:
+        ValueError: no such file, or no rows in it yet.
+    """
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file; is {path.parent} a run directory?")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise ValueError(f"{path}: no rows yet; the run has not finished an update")
+    return rows
+
+
+MILESTONES = (-20, -15, -10, -5, 0, 5, 10)
+
+
+def summarize(run_dir: str | os.PathLike) -> list[str]:
+    """Lines describing the run in ``run_dir`` (from its ``updates.csv``).
+
+    Training time is the sum of the updates' own seconds: it leaves out start-ups
+    and the time between an interruption and its resume.
+    """
+    updates = read_rows(Path(run_dir) / UPDATES)
+    last = updates[-1]
+    hours = sum(float(r["seconds"]) for r in updates) / 3600
+    running = [float(r["running_reward"]) for r in updates]
+    best = max(range(len(updates)), key=running.__getitem__)
+    lines = [
+        f"{len(updates)} updates, {last['episodes']} episodes, {int(last['steps']):,} env steps,"
+        f" {hours:.2f} h of training ({int(last['steps']) / hours / 3600:.0f} steps/s)",
+        f"running mean {running[-1]:.2f} at the end, best {running[best]:.2f}"
+        f" (update {updates[best]['update']}, episode {updates[best]['episodes']})",
+    ]
+    for milestone in MILESTONES:
+        i = next((i for i, x in enumerate(running) if x > milestone), None)
+        if i is not None and running[0] <= milestone:
+            first, hours = updates[i], sum(float(r["seconds"]) for r in updates[: i + 1]) / 3600
+            lines.append(
+                f"running mean above {milestone:+d} from update {first['update']},"
+                f" episode {first['episodes']}, after {hours:.2f} h"
+            )
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pong.metrics", description="Summarize a run's metrics."
+    )
+    parser.add_argument("run_dir", type=Path, help="a run directory (holds updates.csv)")
+    args = parser.parse_args(argv)
+    try:
+        print("\n".join(summarize(args.run_dir)))
+    except ValueError as e:
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,24 +8,13 @@ steps/s of each update against wall time. Reads the run directory's
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pong.metrics import EPISODES, UPDATES
+from pong.metrics import EPISODES, UPDATES, read_rows
 
 __all__ = ["plot_run"]
-
-
-def _read(path: Path) -> list[dict[str, str]]:
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file; is {path.parent} a run directory?")
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        raise ValueError(f"{path}: no rows yet; the run has not finished an update")
-    return rows
 
 
 def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
@@ -36,7 +25,7 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
         ImportError: matplotlib is not installed.
     """
     run_dir = Path(run_dir)
-    updates, episodes = _read(run_dir / UPDATES), _read(run_dir / EPISODES)
+    updates, episodes = read_rows(run_dir / UPDATES), read_rows(run_dir / EPISODES)
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no screen needed
@@ -67,9 +56,14 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     elapsed, total = [], 0.0
     for r in updates:
         total += float(r["seconds"])
-        elapsed.append(total / 60)
-    bottom.plot(elapsed, [float(r["steps_per_s"]) for r in updates], color="tab:orange")
-    bottom.set(xlabel="training time (minutes)", ylabel="env steps/s", ylim=(0, None))
+        elapsed.append(total)
+    unit, scale = ("hours", 3600) if total > 3 * 3600 else ("minutes", 60)
+    bottom.plot(
+        [t / scale for t in elapsed],
+        [float(r["steps_per_s"]) for r in updates],
+        color="tab:orange",
+    )
+    bottom.set(xlabel=f"training time ({unit})", ylabel="env steps/s", ylim=(0, None))
 
     output = Path(output) if output else run_dir / "learning_curve.png"
     fig.savefig(output, dpi=100)

@@ -156,3 +156,35 @@ def test_bad_checkpoints_raise_one_line_naming_the_file(tmp_path, kind, message)
         load(path)
     text = str(info.value)
     assert str(tmp_path) in text and "\n" not in text
+
+
+def test_policy_file_is_small_float32_weights_that_play_like_the_originals(tmp_path) -> None:
+    original = make_checkpoint(seed=3)
+    ckpt.save_policy(tmp_path / "policy.npz", original)
+    assert (tmp_path / "policy.npz").stat().st_size < 10e6  # a checkpoint is ~20 MB
+    with np.load(tmp_path / "policy.npz", allow_pickle=False) as data:
+        assert sorted(data.files) == ["W1", "W2", "meta"]
+        assert data["W1"].dtype == np.float32
+    policy = load(tmp_path / "policy.npz", policy=True)
+    assert policy.rmsprop_cache is None
+    assert (policy.iteration, policy.episodes, policy.settings) == (7, 70, original.settings)
+    for k in ("W1", "W2"):
+        assert policy.weights[k].dtype == np.float64
+        rounded = original.weights[k].astype(np.float32).astype(np.float64)
+        np.testing.assert_array_equal(policy.weights[k], rounded)
+        np.testing.assert_allclose(policy.weights[k], original.weights[k], rtol=6e-8, atol=0)
+    assert policy.weights["W1"].flags.f_contiguous
+
+    # The action probabilities move by about float32's precision, no more.
+    rng = np.random.default_rng(0)
+    full, small = Model.from_weights(original.weights), Model.from_weights(policy.weights)
+    for _ in range(20):
+        x = np.zeros(D)
+        x[rng.choice(D, 40, replace=False)] = rng.choice([-1.0, 1.0], 40)
+        assert small.policy_forward(x)[0] == pytest.approx(full.policy_forward(x)[0], rel=1e-6)
+
+
+def test_policy_file_cannot_be_resumed_from(tmp_path) -> None:
+    ckpt.save_policy(tmp_path / "policy.npz", make_checkpoint())
+    with pytest.raises(CheckpointError, match="policy file holds no optimizer state"):
+        load(tmp_path / "policy.npz")

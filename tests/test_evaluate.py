@@ -4,7 +4,7 @@ import imageio.v3 as iio
 import pytest
 
 import driver
-from pong.checkpoint import FILENAME, Checkpoint, save
+from pong.checkpoint import FILENAME, Checkpoint, save, save_policy
 from pong.evaluate import play_games, write_gif
 from pong.model import Model, zeros_like_weights
 
@@ -53,3 +53,20 @@ def test_driver_evaluate_prints_scores_and_records(tmp_path, capsys) -> None:
     assert out[1].startswith("Game 1: lost ") or out[1].startswith("Game 1: won ")
     assert out[2].startswith("Mean score ") and out[3].startswith("Recorded ")
     assert gif.read_bytes()[:6] == b"GIF89a"
+
+
+def test_a_policy_file_plays_the_same_games_as_its_checkpoint(tmp_path, capsys) -> None:
+    model = Model(seed=4)
+    checkpoint = Checkpoint(
+        model.weights, zeros_like_weights(model.weights), 9, 90, 90_000, -20.0, -19.5, 4, {}
+    )
+    save(tmp_path / FILENAME, checkpoint)
+    save_policy(tmp_path / "policy.npz", checkpoint)
+    scores = []
+    for path in (tmp_path / FILENAME, tmp_path / "policy.npz"):
+        assert driver.main(["--evaluate", str(path), "--seed=5", "--episodes=2"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert "(update 9), seed 5" in out[0]
+        scores.append(out[1:])
+    # Same seed, weights within float32 rounding: the same actions, point for point.
+    assert scores[0] == scores[1] and scores[0][0].startswith("Game 1: ")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import csv
 
-from pong.metrics import EPISODES, UPDATES, MetricsLog
+from pong.metrics import EPISODES, UPDATES, MetricsLog, main
 
 
 def _row(update: int) -> dict[str, object]:
@@ -65,3 +65,28 @@ def test_resuming_drops_rows_of_updates_after_the_checkpoint(tmp_path) -> None:
     assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2", "3"]
     assert [r["update"] for r in _read(tmp_path / EPISODES)] == ["1", "1", "2", "2", "3", "3"]
     assert (tmp_path / UPDATES).read_text().count("update,episodes") == 1
+
+
+def test_summary_counts_time_and_milestones_from_the_rows(tmp_path, capsys) -> None:
+    log = MetricsLog(tmp_path)
+    for update, running, seconds in ((1, -20.5, 1800.0), (2, -12.0, 3600.0), (3, -4.0, 1800.0)):
+        row = _row(update) | {"running_reward": running, "seconds": seconds}
+        log.update(row, _episodes(update))
+    log.close()
+    assert main([str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "3 updates, 6 episodes, 2,700 env steps, 2.00 h of training (0 steps/s)",
+        "running mean -4.00 at the end, best -4.00 (update 3, episode 6)",
+        "running mean above -20 from update 2, episode 4, after 1.50 h",
+        "running mean above -15 from update 2, episode 4, after 1.50 h",
+        "running mean above -10 from update 3, episode 6, after 2.00 h",
+        "running mean above -5 from update 3, episode 6, after 2.00 h",
+    ]
+
+
+def test_summary_of_a_directory_without_metrics_is_one_line(tmp_path, capsys) -> None:
+    assert main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"python -m pong.metrics: error: {tmp_path / UPDATES}: no such file;"
+        f" is {tmp_path} a run directory?\n"
+    )

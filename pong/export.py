@@ -1,0 +1,46 @@
+"""Export a run's policy as a small file to share: ``python -m pong.export RUN OUT.npz``.
+
+The file holds the weights alone, as float32, compressed (about 5 MB instead of
+a checkpoint's 20), with the run's counters and settings. ``python driver.py
+--evaluate OUT.npz`` plays it; resuming training needs the checkpoint itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pong.checkpoint import CheckpointError, load, save_policy
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pong.export", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("checkpoint", type=Path, help="a checkpoint file or a run directory")
+    parser.add_argument("output", type=Path, help="the policy file to write (.npz)")
+    args = parser.parse_args(argv)
+    if args.output.suffix != ".npz":
+        parser.error(f"argument output: must end in .npz, got {str(args.output)!r}")
+    if not args.output.parent.is_dir():
+        parser.error(f"argument output: no such directory {args.output.parent}")
+    try:
+        checkpoint = load(args.checkpoint, policy=True)
+    except CheckpointError as e:
+        parser.error(f"argument checkpoint: {e}")
+    save_policy(args.output, checkpoint)
+    running = checkpoint.running_reward
+    print(
+        f"Wrote {args.output} ({args.output.stat().st_size / 1e6:.1f} MB): the float32 policy"
+        f" of update {checkpoint.iteration}, {checkpoint.episodes} episodes, running mean"
+        f" {'-' if running is None else f'{running:.2f}'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
