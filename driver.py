@@ -202,7 +202,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="FILE.gif",
         type=Path,
         default=None,
-        help="also write the games as an animated GIF (needs: pip install -e '.[record]')",
+        help="also write the games as an animated GIF",
     )
     args = parser.parse_args(argv)
     if args.evaluate is None and (args.episodes is not None or args.record is not None):
@@ -287,13 +287,8 @@ def evaluate(args: argparse.Namespace) -> int:
         check_env(env_id)
     except ValueError as e:
         raise UsageError(f"--env: {e}") from None
-    if args.record is not None:
-        try:
-            import imageio  # noqa: F401
-        except ImportError:
-            raise UsageError("--record needs imageio: pip install -e '.[record]'") from None
-        if not args.record.parent.is_dir():
-            raise UsageError(f"--record: no such directory {args.record.parent}")
+    if args.record is not None and not args.record.parent.is_dir():
+        raise UsageError(f"--record: no such directory {args.record.parent}")
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
     episodes = args.episodes or 1
     print(

@@ -59,10 +59,21 @@ def play_games(
 
 
 def write_gif(path: str | os.PathLike, frames: list[np.ndarray], every: int = 1) -> Path:
-    """Write ``frames`` as an animated GIF at the game's speed (needs imageio)."""
-    import imageio.v3 as iio
+    """Write ``frames`` (every ``every``-th) as an animated GIF at the game's speed.
+
+    Pong's frames have a handful of colours, so the GIF's 256-colour palette
+    keeps every pixel exact.
+    """
+    from PIL import Image
 
     path = Path(path)
     chosen = frames[::every]
-    iio.imwrite(path, np.stack(chosen), duration=1000 * FRAME_SECONDS * every, loop=0)
+    first, rest = Image.fromarray(chosen[0]), (Image.fromarray(f) for f in chosen[1:])
+    first.save(
+        path,
+        save_all=True,
+        append_images=rest,
+        duration=10 * round(100 * FRAME_SECONDS * every),  # GIFs count centiseconds
+        loop=0,
+    )
     return path

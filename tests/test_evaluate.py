@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-import imageio.v3 as iio
+import numpy as np
 import pytest
+from PIL import Image, ImageSequence
 
 import driver
 from pong.checkpoint import FILENAME, Checkpoint, save, save_policy
@@ -22,7 +23,9 @@ def test_games_are_whole_and_frames_match_steps() -> None:
 def test_gif_holds_the_frames(tmp_path) -> None:
     _, frames = play_games(Model(seed=1), "ALE/Pong-v5", episodes=1, seed=1, record=True)
     path = write_gif(tmp_path / "game.gif", frames, every=20)
-    video = iio.imread(path)
+    with Image.open(path) as gif:
+        video = np.stack([np.asarray(f.convert("RGB")) for f in ImageSequence.Iterator(gif)])
+        assert gif.info["duration"] == 1330 and gif.info["loop"] == 0  # 20 steps of 4/60 s
     # Pillow merges identical consecutive frames, so there may be fewer; Pong has
     # few colours, so the GIF's palette keeps every pixel exact.
     assert 0 < video.shape[0] <= len(frames[::20]) and video.shape[1:] == (210, 160, 3)
