@@ -20,8 +20,11 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -98,13 +101,24 @@ def _meta(checkpoint: Checkpoint, format: str) -> dict[str, object]:
 
 
 def _write(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, object], savez) -> None:
+    with atomic_open(path, "wb") as f:
+        savez(f, **arrays, meta=np.array(json.dumps(meta)))
+
+
+@contextmanager
+def atomic_open(path: Path, mode: str, **kwargs) -> Iterator[IO]:
+    """Open a temporary file beside ``path``; on success, fsync it and rename it over ``path``.
+
+    Readers see the old file or the new one, never half of one; if the writing
+    fails, the temporary file is removed and ``path`` is untouched.
+    """
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with open(tmp, "wb") as f:
-            savez(f, **arrays, meta=np.array(json.dumps(meta)))
+        with open(tmp, mode, **kwargs) as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)  # atomic: readers see the old file or the new one
+        os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 

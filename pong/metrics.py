@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pong.checkpoint import atomic_open
+
 if TYPE_CHECKING:
     from pong.train import Trainer, UpdateStats
 
@@ -105,14 +107,10 @@ def _drop_rows_after(path: Path, update: int) -> None:
     kept = [row for row in rows if int(row["update"]) <= update]
     if len(kept) == len(rows) or fields is None:
         return
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
+    with atomic_open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
         writer.writerows(kept)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
