@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BACKGROUND", "binarize", "preprocess"]
+__all__ = ["BACKGROUND", "FIELD", "binarize", "is_object", "preprocess"]
 
 BACKGROUND = (144, 109)  # red-channel values of Pong's two background colours
+# Rows 35..194 (the playing field, without the score), every second row and column.
+FIELD = (slice(35, 195, 2), slice(None, None, 2))
+
+
+def is_object(red: np.ndarray) -> np.ndarray:
+    """True where a red-channel value is not one of the background's (a paddle or the ball)."""
+    return (red != BACKGROUND[0]) & (red != BACKGROUND[1])
 
 
 def binarize(frame: np.ndarray) -> np.ndarray:
@@ -21,9 +28,8 @@ def binarize(frame: np.ndarray) -> np.ndarray:
     if frame.shape != (210, 160, 3):
         raise ValueError(f"expected a (210, 160, 3) Pong frame, got shape {frame.shape}")
     # A contiguous (80, 80) copy: nothing is written into the frame, and the two
-    # comparisons below run on 6400 packed bytes rather than a strided view.
-    field = np.ascontiguousarray(frame[35:195:2, ::2, 0])
-    return ((field != BACKGROUND[0]) & (field != BACKGROUND[1])).ravel()
+    # comparisons of is_object run on 6400 packed bytes rather than a strided view.
+    return is_object(np.ascontiguousarray(frame[FIELD][..., 0])).ravel()
 
 
 def preprocess(frame: np.ndarray) -> np.ndarray:

@@ -15,8 +15,9 @@ import gymnasium as gym
 import numpy as np
 
 from pong.env import DOWN, UP
+from pong.frames import frames_for
 from pong.model import D, Model, SparseGrad
-from pong.preprocess import binarize, preprocess
+from pong.preprocess import preprocess
 from pong.rewards import advantages, gamma
 
 __all__ = [
@@ -94,14 +95,14 @@ def rollout(
         The ``SparseEpisode``: the same game ``rollout_dense`` plays from the same
         state, stored in about 100 bytes a step.
     """
-    observation, _ = env.reset(seed=seed)
+    frames = frames_for(env)  # on Atari: read straight from the emulator, same frames
+    cur = frames.reset(seed=seed)  # (D,) bool
     prev = None  # the policy sees the difference of consecutive frames
     # Growing typed buffers: no Python object per step.
     offsets, indices, values = array("q", [0]), array("H"), array("b")
     dlogps, drs = array("d"), array("d")
     done = False
     while not done:
-        cur = binarize(observation)  # (D,) bool
         # first step: a zero input (no non-zeros); later: the pixels that changed
         idx = np.flatnonzero(cur != prev) if prev is not None else np.empty(0, np.intp)
         val = np.where(cur[idx], 1.0, -1.0)  # +1: an object arrived, -1: it left
@@ -116,9 +117,8 @@ def rollout(
         y = 1.0 if action == UP else 0.0  # the "fake label": pretend the sampled action was right
         dlogps.append(y - aprob)  # its log-likelihood gradient w.r.t. the logit
 
-        observation, reward, terminated, truncated, _ = env.step(action)
-        drs.append(float(reward))
-        done = terminated or truncated
+        cur, reward, done = frames.step(action)
+        drs.append(reward)
     return SparseEpisode(
         np.frombuffer(offsets, dtype=np.int64),
         np.frombuffer(indices, dtype=np.uint16),
