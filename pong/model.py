@@ -35,7 +35,7 @@ __all__ = [
     "zeros_like_weights",
 ]
 
-BACKWARD_CHUNK = 1024  # steps per block in the sparse backward pass: bounds its memory
+BACKWARD_CHUNK = 64  # steps per block of the sparse backward pass (fastest here; small memory)
 
 H = 200  # number of hidden-layer neurons
 D = 80 * 80  # input dimensionality: an 80 x 80 difference frame
@@ -182,19 +182,29 @@ class Model:
         offsets: np.ndarray,
         indices: np.ndarray,
         values: np.ndarray,
+        active: np.ndarray,
         epdlogp: np.ndarray,
     ) -> SparseGrad:
         """``policy_backward`` for an episode stored sparsely; never builds (T, D).
 
         Step ``t``'s input has the values ``values[offsets[t]:offsets[t+1]]`` at
-        ``indices[offsets[t]:offsets[t+1]]``. The hidden states are recomputed
-        with ``policy_forward_sparse``, the function that produced them, rather
-        than stored (1.6 KB a step).
+        ``indices[offsets[t]:offsets[t+1]]``. Instead of the hidden states
+        (1.6 KB a step), only their ReLU pattern is needed: which units were
+        positive (25 bytes a step). With ``G[j] = sum_t epdlogp[t] * active[t, j] * x_t``:
+
+        - ``dW1[j] = W2[j] * G[j]``, as ``dh.T @ epx`` with ``dh = outer(epdlogp, W2)``
+          zeroed where the unit was off;
+        - ``dW2[j] = sum_t epdlogp[t] * h[t, j] = W1[j] . G[j]``, since
+          ``h[t, j] = W1[j] . x_t`` wherever the unit was on.
+
+        ``G`` is built a block of steps at a time, as ``dh.T @ epx`` over the few
+        hundred pixels that changed in the block: never the (T, D) matrix.
 
         Args:
             offsets: (T + 1,) int, starting at 0.
             indices: (N,) int pixel indices.
             values: (N,) int or float values, -1 or +1.
+            active: (T, 25) uint8, ``np.packbits(h > 0)`` of each step's hidden state.
             epdlogp: (T,) advantage-scaled gradients w.r.t. the logit.
 
         Returns:
@@ -204,37 +214,26 @@ class Model:
         W1, W2 = self.weights["W1"], self.weights["W2"]
         epdlogp = np.asarray(epdlogp, dtype=np.float64).ravel()
         offsets = np.asarray(offsets)
-        fvalues = values.astype(np.float64)
         T = epdlogp.size
         # Only pixels that ever changed get a non-zero column; `local` maps each
-        # stored entry to its pixel's row in dW1T.
+        # stored entry to its pixel's row in GT.
         columns, local = np.unique(indices, return_inverse=True)
-        dW1T = np.zeros((columns.size, H))  # (K, H): row k is column columns[k] of dW1
-        dW2 = np.zeros(H)
+        GT = np.zeros((columns.size, H))  # (K, H): row k is column columns[k] of G
         for start in range(0, T, BACKWARD_CHUNK):
             stop = min(start + BACKWARD_CHUNK, T)
-            first, last = int(offsets[start]), int(offsets[stop])  # the chunk's entries
-            bounds = offsets[start : stop + 1].tolist()
-            # The hidden states, recomputed exactly as policy_forward_sparse made them.
-            eph = np.empty((stop - start, H))
-            for t in range(stop - start):
-                s, e = bounds[t], bounds[t + 1]
-                eph[t] = W1[:, indices[s:e]] @ fvalues[s:e]
-            eph[eph < 0] = 0  # ReLU
-            dlogp = epdlogp[start:stop]
-            dW2 += eph.T @ dlogp  # (H,)
-            dh = np.outer(dlogp, W2)  # (chunk, H)
-            dh[eph <= 0] = 0  # backprop through the ReLU
-            # dW1 = dh.T @ epx, pixel by pixel: each changed pixel's column is the
-            # +-1-weighted sum of dh over the steps where that pixel changed.
+            first, last = int(offsets[start]), int(offsets[stop])  # the block's entries
+            if first == last:
+                continue  # no pixel changed in these steps
+            on = np.unpackbits(active[start:stop], axis=1, count=H)  # (block, H) of 0 and 1
+            dh = epdlogp[start:stop, None] * on  # (block, H): dh without the factor W2
+            # The block's inputs, dense over only the pixels that changed in it.
+            pixels, column = np.unique(local[first:last], return_inverse=True)
             rows = np.repeat(np.arange(stop - start), np.diff(offsets[start : stop + 1]))
-            order = np.argsort(local[first:last], kind="stable")
-            pixel, rows, vals = local[first:last][order], rows[order], fvalues[first:last][order]
-            groups = np.flatnonzero(np.diff(pixel)) + 1
-            for a, b in zip([0, *groups.tolist()], [*groups.tolist(), last - first], strict=True):
-                if a < b:
-                    dW1T[pixel[a]] += vals[a:b] @ dh[rows[a:b]]
-        return SparseGrad(columns.astype(np.intp), dW1T.T, dW2)  # dW1T.T: (H, K)
+            epx = np.zeros((stop - start, pixels.size))  # (block, pixels)
+            epx[rows, column] = values[first:last]
+            GT[pixels] += epx.T @ dh  # (pixels, H)
+        dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # (H,): row-wise W1[j] . G[j]
+        return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 
     def update(
         self,

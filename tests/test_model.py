@@ -150,12 +150,13 @@ def test_sparse_backward_matches_dense_backward() -> None:
     rng = np.random.default_rng(7)
     model = Model(seed=7)
     model.weights["W2"] *= 10
-    T = 2500  # more than one BACKWARD_CHUNK
+    T = 2500  # many BACKWARD_CHUNKs
     offsets, indices, values, epx = sparse_episode(T, rng)
     eph = np.maximum(0, epx @ model.weights["W1"].T)
     epdlogp = rng.standard_normal(T)
     dense = model.policy_backward(eph, epx, epdlogp)
-    sparse = model.policy_backward_sparse(offsets, indices, values, epdlogp)
+    active = np.packbits(eph > 0, axis=1)
+    sparse = model.policy_backward_sparse(offsets, indices, values, active, epdlogp)
     assert np.all(np.diff(sparse.columns) > 0)
     np.testing.assert_array_equal(sparse.columns, np.flatnonzero(np.abs(epx).sum(0)))
     for k in ("W1", "W2"):
@@ -165,8 +166,9 @@ def test_sparse_backward_matches_dense_backward() -> None:
 def test_sparse_grad_adds_like_the_dense_gradient() -> None:
     rng = np.random.default_rng(8)
     model = Model(seed=8)
-    offsets, indices, values, _ = sparse_episode(50, rng)
-    grad = model.policy_backward_sparse(offsets, indices, values, rng.standard_normal(50))
+    offsets, indices, values, epx = sparse_episode(50, rng)
+    active = np.packbits(epx @ model.weights["W1"].T > 0, axis=1)
+    grad = model.policy_backward_sparse(offsets, indices, values, active, rng.standard_normal(50))
     buffer = {k: rng.standard_normal(v.shape) for k, v in model.weights.items()}
     expected = {k: buffer[k] + grad.dense()[k] for k in buffer}
     grad.add_to(buffer)
