@@ -42,6 +42,7 @@ class Result(NamedTuple):
         note: ``None``, or one line on what was done about a degenerate episode.
         restarted: this worker's process had died and Ray started it again
             since its last result (the game was replayed from the start).
+        node: id of the Ray node the game was played on (``None``: unknown).
     """
 
     grad: SparseGrad
@@ -49,6 +50,7 @@ class Result(NamedTuple):
     steps: int
     note: str | None
     restarted: bool = False
+    node: str | None = None
 
 
 @ray.remote(
@@ -74,6 +76,7 @@ class RolloutWorker:
         actions_seed, env_seed = seed.spawn(2)
         self.rng = np.random.default_rng(actions_seed)
         self.reset_seed: int | None = int(env_seed.generate_state(1)[0])  # first reset only
+        self.node = ray.get_runtime_context().get_node_id()
         with warnings.catch_warnings():  # Ray's property calls a deprecated API of its own
             warnings.simplefilter("ignore", DeprecationWarning)
             self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
@@ -84,12 +87,12 @@ class RolloutWorker:
         self.reset_seed = None  # later resets continue the env's seeded stream
         grad, note = episode_gradient(model, episode)
         restarted, self.restarted = self.restarted, False
-        return Result(grad, float(episode.epr.sum()), len(episode.epr), note, restarted)
+        return Result(grad, float(episode.epr.sum()), len(episode.epr), note, restarted, self.node)
 
     def describe(self) -> dict[str, object]:
         """Where this worker runs: node id, host name, pid and thread variables."""
         return {
-            "node_id": ray.get_runtime_context().get_node_id(),
+            "node_id": self.node,
             "hostname": socket.gethostname(),
             "pid": os.getpid(),
             "thread_env": {k: os.environ.get(k) for k in THREAD_ENV_VARS},

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import ray
@@ -21,6 +23,34 @@ class FixedWorker:
 
     def compute_gradient(self, model: Model) -> Result:
         return self.result
+
+
+@ray.remote
+class SleepingWorker:
+    """Sleeps instead of playing a game, and keeps when each call ran."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+
+    def compute_gradient(self, model: Model) -> Result:
+        start = time.time()
+        time.sleep(0.3)
+        self.spans.append((start, time.time()))
+        node = ray.get_runtime_context().get_node_id()
+        return Result(_grad(0.0), -21.0, 100, None, node=node)
+
+    def get_spans(self) -> list[tuple[float, float]]:
+        return self.spans
+
+
+def most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The largest number of (start, end) spans that overlap at one instant."""
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    count = best = 0
+    for _, change in events:
+        count += change
+        best = max(best, count)
+    return best
 
 
 def _grad(value: float) -> SparseGrad:
@@ -53,6 +83,20 @@ def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(local_ray) -> 
         assert np.isfinite(trainer.model.weights[k]).all()
     # Both episodes count for the running mean, in arrival order.
     assert trainer.running_reward in (-21.0 * 0.99 + -19.0 * 0.01, -19.0 * 0.99 + -21.0 * 0.01)
+
+
+def test_a_node_runs_only_as_many_games_at_once_as_it_has_cpus(local_ray) -> None:
+    trainer = Trainer(1, "PongToy/Catch-v0", seed=0)
+    ray.kill(trainer.actors[0])
+    trainer.actors = [SleepingWorker.remote() for _ in range(5)]
+    ray.get([actor.get_spans.remote() for actor in trainer.actors])  # all five started
+    first = trainer.step()  # where each worker runs is not known yet: all five at once
+    second = trainer.step()  # now it is: two at a time on this 2-CPU node
+    assert first.rollouts == second.rollouts == 5
+    spans = ray.get([actor.get_spans.remote() for actor in trainer.actors])
+    assert most_at_once([s[0] for s in spans]) == 5
+    assert most_at_once([s[1] for s in spans]) == 2
+    assert second.seconds >= 3 * 0.3  # 5 games, 2 at a time: three rounds
 
 
 def test_a_resumed_trainer_starts_from_the_saved_state(local_ray) -> None:
