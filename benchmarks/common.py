@@ -23,6 +23,24 @@ def emulator_episode(env: gym.Env, rng: np.random.Generator, seed: int | None = 
     return steps
 
 
+def ale_episode(env: gym.Env, rng: np.random.Generator, seed: int | None = None) -> int:
+    """``emulator_episode`` with ALE's ``act`` calls only: no frame read, no Gymnasium step.
+
+    The floor under any rollout: what ``AtariEnv.step`` does before it builds
+    the RGB observation. Needs a fixed frameskip (``ALE/Pong-v5``: 4).
+    """
+    env.reset(seed=seed)
+    atari = env.unwrapped
+    ale, skip, action_set = atari.ale, atari._frameskip, atari._action_set
+    steps = 0
+    while not (ale.game_over(with_truncation=False) or ale.game_truncated()):
+        action = action_set[UP if rng.random() < 0.5 else DOWN]
+        for _ in range(skip):
+            ale.act(action, 1.0)
+        steps += 1
+    return steps
+
+
 def emulator_only(env_id: str, episodes: int, seed: int) -> tuple[int, float]:
     """Emulator-only steps and seconds over ``episodes`` episodes on one env.
 

@@ -3,9 +3,12 @@
 Run:  python benchmarks/single_core.py [--episodes 4] [--long-steps 10000]
 
 Prints steps/s of each (same env settings, one process, interleaved so drift
-hits all three alike), the ratios between them, the episode bytes stored per
+hits all of them alike), the ratios between them, the episode bytes stored per
 step, and the peak memory (tracemalloc: Python and NumPy allocations) of
-playing and differentiating one long episode.
+playing and differentiating one long episode. "Emulator only" is random
+paddle moves through ``env.step``, as a user of Gymnasium steps the env; "ALE
+core only" is the same moves with ALE's ``act`` calls alone (no frame, no
+Gymnasium), the floor that reading the frame straight from ALE approaches.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks.common import emulator_episode, machine, table  # noqa: E402
+from benchmarks.common import ale_episode, emulator_episode, machine, table  # noqa: E402
 from pong.env import make_env  # noqa: E402
 from pong.model import Model  # noqa: E402
 from pong.rollout import (  # noqa: E402
@@ -58,6 +61,8 @@ def play(path: str, env: gym.Env, model: Model, rng: np.random.Generator, seed=N
     """One episode and its gradient on ``path``: the episode, or the steps (emulator)."""
     if path == "emulator":
         return emulator_episode(env, rng, seed)
+    if path == "ale":
+        return ale_episode(env, rng, seed)
     if path == "ours":
         episode = rollout(model, env, rng, seed=seed)
         episode_gradient(model, episode)
@@ -75,7 +80,7 @@ def main() -> None:
     args = parser.parse_args()
 
     model = Model(seed=0)
-    paths = ("emulator", "ours", "dense")
+    paths = ("emulator", "ale", "ours", "dense")
     # One env and one random stream per path, seeded once, as in a worker.
     envs = {path: make_env(args.env) for path in paths}
     rngs = {path: np.random.default_rng(0) for path in paths}
@@ -84,11 +89,11 @@ def main() -> None:
     totals = {path: [0, 0.0] for path in paths}
     stored = {}
     for _ in range(args.episodes):
-        for path in paths:  # interleaved, so drift hits all three alike
+        for path in paths:  # interleaved, so drift hits all of them alike
             start = time.perf_counter()
             episode = play(path, envs[path], model, rngs[path])
             totals[path][1] += time.perf_counter() - start
-            if path == "emulator":
+            if path in ("emulator", "ale"):
                 totals[path][0] += episode
             else:
                 totals[path][0] += len(episode.epr)
@@ -126,6 +131,14 @@ def main() -> None:
                     "-",
                 ],
                 [
+                    "ALE core only (act calls, no frame)",
+                    totals["ale"][0],
+                    f"{rate['ale']:.0f}",
+                    f"{rate['ale'] / rate['emulator']:.2f}",
+                    "-",
+                    "-",
+                ],
+                [
                     "ours: rollout + gradient",
                     totals["ours"][0],
                     f"{rate['ours']:.0f}",
@@ -145,7 +158,8 @@ def main() -> None:
         )
     )
     print(
-        f"\nSummary: ours runs at {rate['ours'] / rate['emulator']:.2f}x the emulator alone and"
+        f"\nSummary: ours runs at {rate['ours'] / rate['emulator']:.2f}x the emulator alone"
+        f" ({rate['ours'] / rate['ale']:.2f}x ALE's core alone) and"
         f" {rate['ours'] / rate['dense']:.2f}x the dense path, storing"
         f" {stored['ours']:.0f} bytes a step ({stored['dense'] / stored['ours']:.0f}x less) and"
         f" peaking at {peak['ours'] / 1e6:.1f} MB vs {peak['dense'] / 1e6:.0f} MB on a"
