@@ -1,15 +1,19 @@
 """The Ray loop: seconds per update and steps/s at batch sizes 1, 10 and 60.
 
-Run:  python benchmarks/ray_loop.py [--batch-sizes 1 10 60] [--updates 3] [--num-cpus N]
+Run:  python benchmarks/ray_loop.py [--batch-sizes 1 10 60] [--updates 2] [--rounds 3]
 
-For each batch size, on a local Ray with all CPUs (or --num-cpus): our
-Trainer; our Trainer starting every game at once instead of as many as there
-are CPUs (batches larger than the CPUs only); and the original example's way
-of computing (benchmarks/baseline.py), one after the other in the same run.
-Each gets one warm-up update (actor start) and then --updates timed ones.
+For each batch size, on a local Ray with all CPUs (or --num-cpus), three ways
+of running the loop: our Trainer; our Trainer starting every game at once
+instead of as many as there are CPUs (batches larger than the CPUs only); and
+the original example's way of computing (benchmarks/baseline.py). This shared
+machine's speed drifts by 10% within a minute, so each way runs --rounds
+times, in turn, and each time from a fresh start with the same seed: one
+warm-up update (actor start), then --updates timed ones. All ways play the
+very same games; only their timing differs.
+
 Efficiency = measured steps/s / (CPUs used x emulator-only steps/s on one
-core); the emulator is measured at the start and at the end of the run, and
-the mean of the two is used (this shared machine's speed drifts).
+core); the emulator is measured before Ray starts and after it stops, and the
+mean of the two is used.
 """
 
 from __future__ import annotations
@@ -25,47 +29,43 @@ import ray  # noqa: E402
 
 from benchmarks.baseline import DenseLoop  # noqa: E402
 from benchmarks.common import emulator_only, machine, table  # noqa: E402
-from pong.train import Trainer, UpdateStats  # noqa: E402
+from pong.train import Trainer  # noqa: E402
 
 
-def run_ours(
-    batch_size: int, env_id: str, updates: int, seed: int = 0, all_at_once: bool = False
-) -> list[UpdateStats]:
-    """Warm-up update, then ``updates`` timed ones with our Trainer; their stats."""
-    trainer = Trainer(batch_size, env_id, seed)
-    if all_at_once:  # the ablation: no node is ever full, so every game starts at once
-        trainer._cpus = lambda node: math.inf
-    trainer.step()  # starts the actors
-    stats = [trainer.step() for _ in range(updates)]
-    for actor in trainer.actors:
+def run(path: str, batch_size: int, env_id: str, updates: int) -> tuple[int, float]:
+    """A fresh loop on ``path``: one warm-up update, then ``updates`` timed ones; (steps, s)."""
+    if path == "original's way":
+        loop = DenseLoop(batch_size, env_id, seed=0)
+        loop.step()  # starts the actors
+        timed = [loop.step() for _ in range(updates)]
+        actors = loop.actors
+    else:
+        trainer = Trainer(batch_size, env_id, seed=0)
+        if path != "ours":  # the ablation: no node is ever full, so every game starts at once
+            trainer._cpus = lambda node: math.inf
+        trainer.step()  # starts the actors
+        timed = [(s.steps, s.seconds) for s in (trainer.step() for _ in range(updates))]
+        actors = trainer.actors
+    for actor in actors:
         ray.kill(actor)
-    return stats
-
-
-def run_baseline(batch_size: int, env_id: str, updates: int, seed: int = 0) -> tuple[int, float]:
-    loop = DenseLoop(batch_size, env_id, seed)
-    loop.step()
-    steps = seconds = 0
-    for _ in range(updates):
-        n, s = loop.step()
-        steps, seconds = steps + n, seconds + s
-    for actor in loop.actors:
-        ray.kill(actor)
-    return steps, seconds
+    return sum(n for n, _ in timed), sum(t for _, t in timed)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 10, 60])
-    parser.add_argument("--updates", type=int, default=3, help="timed updates per batch size")
+    parser.add_argument("--updates", type=int, default=2, help="timed updates per round")
+    parser.add_argument("--rounds", type=int, default=3, help="times each way runs, in turn")
     parser.add_argument("--num-cpus", type=int, default=None)
     parser.add_argument("--env", default="ALE/Pong-v5")
     parser.add_argument("--no-baseline", action="store_true", help="skip the original's way")
     args = parser.parse_args()
 
-    emu_steps, emu_seconds = emulator_only(args.env, episodes=3, seed=0)
+    emu_steps, emu_seconds = emulator_only(args.env, episodes=5, seed=0)
     emulator_start = emu_steps / emu_seconds  # steps/s on one core
-    ray.init(num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR")
+    ray.init(
+        num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR", log_to_driver=False
+    )
     cpus = int(ray.cluster_resources()["CPU"])
 
     rows, summary = [], {}
@@ -74,23 +74,24 @@ def main() -> None:
         paths = ["ours"]
         paths += ["ours, every game at once"] if batch > cpus else []
         paths += [] if args.no_baseline else ["original's way"]
-        for name in paths:
-            if name == "original's way":
-                steps, seconds = run_baseline(batch, args.env, args.updates)
-            else:
-                stats = run_ours(batch, args.env, args.updates, all_at_once=name != "ours")
-                steps, seconds = sum(s.steps for s in stats), sum(s.seconds for s in stats)
-            rate = steps / seconds
-            summary[(batch, name)] = rate
-            rows.append([batch, name, f"{seconds / args.updates:.2f}", f"{rate:.0f}", used])
-            print(
-                f"  batch {batch:>3} {name}: {seconds / args.updates:.2f} s/update, "
-                f"{rate:.0f} steps/s",
-                file=sys.stderr,
-                flush=True,
-            )
+        totals = {path: [0, 0.0] for path in paths}
+        for r in range(args.rounds):
+            for path in paths[r % len(paths) :] + paths[: r % len(paths)]:  # rotate the order
+                steps, seconds = run(path, batch, args.env, args.updates)
+                totals[path][0] += steps
+                totals[path][1] += seconds
+                print(
+                    f"  batch {batch:>3} round {r + 1} {path}: {steps / seconds:.0f} steps/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        for path in paths:
+            steps, seconds = totals[path]
+            summary[(batch, path)] = steps / seconds
+            per_update = seconds / (args.updates * args.rounds)
+            rows.append([batch, path, f"{per_update:.2f}", f"{steps / seconds:.0f}", used])
     ray.shutdown()
-    emu_steps, emu_seconds = emulator_only(args.env, episodes=3, seed=1)
+    emu_steps, emu_seconds = emulator_only(args.env, episodes=5, seed=1)
     emulator_end = emu_steps / emu_seconds
     emulator = (emulator_start + emulator_end) / 2
     for row in rows:
