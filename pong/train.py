@@ -190,8 +190,8 @@ class Trainer:
             if result.node is not None:
                 self.nodes[i] = result.node
             start_games()  # the next game on this node, before the driver's own work
-            stats.put += time.perf_counter() - t2
-            t2 = time.perf_counter()
+            t3 = time.perf_counter()
+            stats.put += t3 - t2
             if result.restarted:
                 stats.messages.append(
                     "note: a worker's process had died; Ray restarted it and its game was"
@@ -214,10 +214,10 @@ class Trainer:
                 if running_reward is None
                 else running_reward * 0.99 + result.reward * 0.01
             )
-            t3 = time.perf_counter()
+            t4 = time.perf_counter()
             stats.wait += t1 - t0
             stats.get += t2 - t1
-            stats.accumulate += t3 - t2
+            stats.accumulate += t4 - t3
         t0 = time.perf_counter()
         self.model.update(self.grad_buffer, self.rmsprop_cache, self.learning_rate, self.decay_rate)
         end = time.perf_counter()

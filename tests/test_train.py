@@ -97,6 +97,7 @@ def test_a_node_runs_only_as_many_games_at_once_as_it_has_cpus(local_ray) -> Non
     assert most_at_once([s[0] for s in spans]) == 5
     assert most_at_once([s[1] for s in spans]) == 2
     assert second.seconds >= 3 * 0.3  # 5 games, 2 at a time: three rounds
+    assert second.wait + second.overhead <= second.seconds  # no phase is counted twice
 
 
 def test_a_resumed_trainer_starts_from_the_saved_state(local_ray) -> None:
