@@ -122,6 +122,7 @@ class Trainer:
     def placement(self) -> dict[str, int]:
         """How many actors run on each node (node id -> count); waits until all have started."""
         nodes = [info["node_id"] for info in ray.get([a.describe.remote() for a in self.actors])]
+        self.nodes.update(enumerate(nodes))  # so even the first update keeps to the CPUs
         return {node: nodes.count(node) for node in dict.fromkeys(nodes)}
 
     def step(self) -> UpdateStats:
@@ -132,7 +133,7 @@ class Trainer:
         only take turns on the cores, and each turn costs a game its caches:
         on 2 cores, 10 games at once took 10-20% more CPU per step, and gave
         about 5% fewer steps/s, than 2 at a time. A worker's node is learned
-        from its results, so the first update starts every game at once.
+        from ``placement`` or from its results; until then, its game starts at once.
         """
         stats = UpdateStats(self.iteration + 1)
         start = time.perf_counter()

@@ -42,6 +42,9 @@ class SleepingWorker:
     def get_spans(self) -> list[tuple[float, float]]:
         return self.spans
 
+    def describe(self) -> dict[str, object]:
+        return {"node_id": ray.get_runtime_context().get_node_id()}
+
 
 def most_at_once(spans: list[tuple[float, float]]) -> int:
     """The largest number of (start, end) spans that overlap at one instant."""
@@ -98,6 +101,16 @@ def test_a_node_runs_only_as_many_games_at_once_as_it_has_cpus(local_ray) -> Non
     assert most_at_once([s[1] for s in spans]) == 2
     assert second.seconds >= 3 * 0.3  # 5 games, 2 at a time: three rounds
     assert second.wait + second.overhead <= second.seconds  # no phase is counted twice
+
+
+def test_after_placement_even_the_first_update_keeps_to_the_cpus(local_ray) -> None:
+    trainer = Trainer(1, "PongToy/Catch-v0", seed=0)
+    ray.kill(trainer.actors[0])
+    trainer.actors = [SleepingWorker.remote() for _ in range(4)]
+    assert list(trainer.placement().values()) == [4]  # waits for all four to start
+    assert trainer.step().rollouts == 4
+    spans = ray.get([actor.get_spans.remote() for actor in trainer.actors])
+    assert most_at_once([s[0] for s in spans]) == 2
 
 
 def test_a_resumed_trainer_starts_from_the_saved_state(local_ray) -> None:
