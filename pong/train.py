@@ -111,7 +111,7 @@ class Trainer:
             key = (RESUMED, resume.iteration)
             worker_seeds = np.random.SeedSequence(seed, spawn_key=key).spawn(batch_size)
         self.grad_buffer = zeros_like_weights(self.model.weights)  # sum of the batch's gradients
-        self.nodes: dict[int, str] = {}  # worker index -> its node, from its last result
+        self.nodes: dict[int, str] = {}  # worker index -> its node (placement, last result)
         self.node_cpus: dict[str, float] = {}  # node -> CPUs, from ray.nodes()
         self.actors = [
             # SPREAD: on a cluster, the games go to every node, not just the head.
@@ -147,7 +147,7 @@ class Trainer:
 
         def start_games() -> None:
             for i in list(waiting):
-                node = self.nodes.get(i)  # None until the worker's first result
+                node = self.nodes.get(i)  # None until placement() or the worker's first result
                 if node is None or running[node] < self._cpus(node):
                     waiting.remove(i)
                     running[node] += 1
@@ -234,11 +234,12 @@ class Trainer:
 
     def _cpus(self, node: str) -> float:
         """CPUs of a Ray node (at least 1; no limit for a node no longer in the cluster)."""
-        if node not in self.node_cpus:  # a node not seen yet: ask the cluster again
-            self.node_cpus = {
-                n["NodeID"]: n["Resources"].get("CPU", 0) for n in ray.nodes() if n["Alive"]
-            }
-        return max(1, self.node_cpus.get(node, math.inf))
+        if node not in self.node_cpus:  # a node not seen yet: ask the cluster once
+            self.node_cpus.update(
+                (n["NodeID"], n["Resources"].get("CPU", 0)) for n in ray.nodes() if n["Alive"]
+            )
+            self.node_cpus.setdefault(node, math.inf)  # gone: its workers restart elsewhere
+        return max(1, self.node_cpus[node])
 
     def checkpoint(self) -> Checkpoint:
         """The state after the last completed update (a batch in flight is not in it)."""

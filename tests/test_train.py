@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -111,6 +112,18 @@ def test_after_placement_even_the_first_update_keeps_to_the_cpus(local_ray) -> N
     assert trainer.step().rollouts == 4
     spans = ray.get([actor.get_spans.remote() for actor in trainer.actors])
     assert most_at_once([s[0] for s in spans]) == 2
+
+
+def test_cpus_of_nodes_are_looked_up_once_each(local_ray, monkeypatch) -> None:
+    trainer = Trainer(1, "PongToy/Catch-v0", seed=0)
+    lookups = []
+    nodes = ray.nodes
+    monkeypatch.setattr(ray, "nodes", lambda: lookups.append(1) or nodes())
+    here = ray.get_runtime_context().get_node_id()
+    assert [trainer._cpus(here) for _ in range(3)] == [2, 2, 2]
+    assert [trainer._cpus("a node that left") for _ in range(3)] == [math.inf] * 3
+    assert len(lookups) == 2  # once for each node not seen before
+    ray.kill(trainer.actors[0])
 
 
 def test_a_resumed_trainer_starts_from_the_saved_state(local_ray) -> None:
