@@ -29,6 +29,7 @@ import ray  # noqa: E402
 
 from benchmarks.baseline import DenseLoop  # noqa: E402
 from benchmarks.common import emulator_only, machine, table  # noqa: E402
+from pong.cluster import local_ray_settings  # noqa: E402
 from pong.train import Trainer  # noqa: E402
 
 
@@ -63,6 +64,7 @@ def main() -> None:
 
     emu_steps, emu_seconds = emulator_only(args.env, episodes=5, seed=0)
     emulator_start = emu_steps / emu_seconds  # steps/s on one core
+    local_ray_settings()  # as driver.py starts a local Ray
     ray.init(
         num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR", log_to_driver=False
     )

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import ray
 
-__all__ = ["ClusterError", "cluster_summary", "connect", "resolve_address"]
+__all__ = ["ClusterError", "cluster_summary", "connect", "local_ray_settings", "resolve_address"]
 
 PROBE_TIMEOUT_S = 10.0  # TCP connect to the head node
 HANDSHAKE_TIMEOUT_S = 20.0  # first exchange with its GCS (authentication happens here)
@@ -37,6 +37,18 @@ def resolve_address(flag: str | None) -> str | None:
     ``None`` means: start a local Ray.
     """
     return flag or os.environ.get("RAY_ADDRESS") or None
+
+
+def local_ray_settings() -> None:
+    """Settings for a Ray that this process is about to start (a cluster keeps its own).
+
+    A new Ray starts one worker process per CPU in advance, for tasks. This
+    program runs only actors, whose ``runtime_env`` those prestarted processes
+    do not have, so they would sit idle for the whole run, each waking 100
+    times a second (Ray's signal check) and taking a running game off its core.
+    A user's own ``RAY_prestart_worker_first_driver`` wins.
+    """
+    os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
 
 
 def _split(address: str) -> tuple[str, int] | None:
@@ -139,6 +151,8 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
         raise ClusterError("--num-cpus applies to a local Ray only, not with a cluster address")
     if address is not None:
         _check_address(address)
+    else:
+        local_ray_settings()
     # A new local Ray turns token authentication on and says how to opt out; we
     # keep it on, so the advice is noise here.
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +17,7 @@ import ray
 
 from pong.checkpoint import Checkpoint
 from pong.model import Model, decay_rate, learning_rate, zeros_like_weights
-from pong.worker import MAX_RESTARTS, RolloutWorker
+from pong.worker import MAX_RESTARTS, RolloutWorker, Turn
 
 __all__ = ["Trainer", "UpdateStats", "WorkerError"]
 
@@ -128,33 +127,31 @@ class Trainer:
     def step(self) -> UpdateStats:
         """Play one game per worker and apply one RMSProp update of their summed gradients.
 
-        On each node, only as many games run at once as the node has CPUs; the
-        other workers there start as those finish. Games beyond that would
-        only take turns on the cores, and each turn costs a game its caches:
-        on 2 cores, 10 games at once took 10-20% more CPU per step, and gave
-        about 5% fewer steps/s, than 2 at a time. A worker's node is learned
-        from ``placement`` or from its results; until then, its game starts at once.
+        On each node, only as many games run at once as the node has CPUs. Games
+        beyond that would only take turns on the cores, and each turn costs a
+        game its caches: on 2 cores, 10 games at once took 10-20% more CPU per
+        step, and gave about 5% fewer steps/s, than 2 at a time. Every call is
+        sent at once all the same, each with its ``Turn``: the k-th game on a
+        node with C CPUs waits, inside its call, for k - C + 1 of the k games
+        before it there to finish, which starts each game as soon as a CPU is
+        free. A worker's node is learned from ``placement`` or from its
+        results; until then, its game starts at once.
         """
         stats = UpdateStats(self.iteration + 1)
         start = time.perf_counter()
         for g in self.grad_buffer.values():
             g.fill(0)  # here, not after the update: an interrupted batch leaves a partial sum
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
-        waiting = list(range(len(self.actors)))  # workers whose game has not started
-        running: Counter[str | None] = Counter()  # games in progress per node
         owner: dict[ray.ObjectRef, int] = {}  # call -> index of its worker
-        counted: dict[int, str | None] = {}  # worker -> the node its game is counted on
-
-        def start_games() -> None:
-            for i in list(waiting):
-                node = self.nodes.get(i)  # None until placement() or the worker's first result
-                if node is None or running[node] < self._cpus(node):
-                    waiting.remove(i)
-                    running[node] += 1
-                    counted[i] = node
-                    owner[self.actors[i].compute_gradient.remote(model_ref)] = i
-
-        start_games()
+        started: dict[str, list[ray.ObjectRef]] = {}  # node -> its calls so far, in order
+        for i, actor in enumerate(self.actors):
+            node = self.nodes.get(i)  # None until placement() or the worker's first result
+            ahead = started.setdefault(node, []) if node is not None else []
+            free = self._cpus(node) - len(ahead) if node is not None else 1  # CPUs still free
+            turn = None if free > 0 else Turn(list(ahead), int(1 - free))  # wait for 1 - free
+            ref = actor.compute_gradient.remote(model_ref, turn)
+            owner[ref] = i
+            ahead.append(ref)
         resent: dict[int, int] = {}  # actor index -> calls re-sent in this update
         stats.put = time.perf_counter() - start
         # Updated per episode as it arrives, kept by the trainer only when the
@@ -187,12 +184,8 @@ class Trainer:
                 stats.wait += time.perf_counter() - t0
                 continue
             t2 = time.perf_counter()
-            running[counted.pop(i)] -= 1
             if result.node is not None:
                 self.nodes[i] = result.node
-            start_games()  # the next game on this node, before the driver's own work
-            t3 = time.perf_counter()
-            stats.put += t3 - t2
             if result.restarted:
                 stats.messages.append(
                     "note: a worker's process had died; Ray restarted it and its game was"
@@ -215,10 +208,10 @@ class Trainer:
                 if running_reward is None
                 else running_reward * 0.99 + result.reward * 0.01
             )
-            t4 = time.perf_counter()
+            t3 = time.perf_counter()
             stats.wait += t1 - t0
             stats.get += t2 - t1
-            stats.accumulate += t4 - t3
+            stats.accumulate += t3 - t2
         t0 = time.perf_counter()
         self.model.update(self.grad_buffer, self.rmsprop_cache, self.learning_rate, self.decay_rate)
         end = time.perf_counter()

@@ -157,3 +157,14 @@ def _processes():
                 yield int(entry.name), (entry / "cmdline").read_bytes()
             except OSError:
                 continue
+
+
+def test_a_local_ray_starts_no_idle_workers_unless_the_user_says_so(monkeypatch) -> None:
+    from pong.cluster import local_ray_settings
+
+    monkeypatch.delenv("RAY_prestart_worker_first_driver", raising=False)
+    local_ray_settings()
+    assert os.environ["RAY_prestart_worker_first_driver"] == "0"
+    monkeypatch.setenv("RAY_prestart_worker_first_driver", "1")
+    local_ray_settings()
+    assert os.environ["RAY_prestart_worker_first_driver"] == "1"
