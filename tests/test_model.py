@@ -98,6 +98,24 @@ def test_update_is_one_rmsprop_ascent_step() -> None:
         )
 
 
+def test_update_is_the_2016_formula_exactly_on_every_entry() -> None:
+    rng = np.random.default_rng(8)
+    model = Model(seed=8)
+    w = {k: v.copy() for k, v in model.weights.items()}
+    cache = {k: rng.random(v.shape) for k, v in model.weights.items()}
+    c = {k: v.copy() for k, v in cache.items()}
+    grad = zeros_like_weights(model.weights)
+    columns = rng.choice(D, 300, replace=False)
+    grad["W1"][:, columns] = rng.standard_normal((H, 300))
+    grad["W1"][:5, 3] = rng.standard_normal(5)  # a column that is zero in most rows
+    grad["W2"][:] = rng.standard_normal(H)
+    model.update(grad, cache, lr=1e-3, decay=0.9)
+    for k, g in grad.items():  # the formulas on every entry, as the 2016 program has them
+        c_new = 0.9 * c[k] + (1 - 0.9) * g**2
+        np.testing.assert_array_equal(cache[k], c_new)
+        np.testing.assert_array_equal(model.weights[k], w[k] + 1e-3 * g / (np.sqrt(c_new) + 1e-5))
+
+
 def test_first_update_from_zero_cache_moves_each_weight_by_about_ten_lr() -> None:
     model = Model(seed=4)
     before = model.weights["W2"].copy()
