@@ -159,12 +159,16 @@ def _processes():
                 continue
 
 
-def test_a_local_ray_starts_no_idle_workers_unless_the_user_says_so(monkeypatch) -> None:
+def test_a_local_ray_skips_idle_workers_and_metrics_unless_the_user_says(monkeypatch) -> None:
     from pong.cluster import local_ray_settings
 
     monkeypatch.delenv("RAY_prestart_worker_first_driver", raising=False)
+    monkeypatch.delenv("RAY_enable_metrics_collection", raising=False)
     local_ray_settings()
     assert os.environ["RAY_prestart_worker_first_driver"] == "0"
+    assert os.environ["RAY_enable_metrics_collection"] == "0"
     monkeypatch.setenv("RAY_prestart_worker_first_driver", "1")
+    monkeypatch.setenv("RAY_enable_metrics_collection", "1")
     local_ray_settings()
     assert os.environ["RAY_prestart_worker_first_driver"] == "1"
+    assert os.environ["RAY_enable_metrics_collection"] == "1"
