@@ -1,9 +1,13 @@
-"""What the policy sees each step: the env's frame as 6400 booleans (``binarize``).
+"""What the policy sees each step: how the env's frame, as 6400 booleans
+(``binarize``), changed since the last step.
 
-Two ways to get them, giving the same booleans, rewards and game ends:
+``reset`` gives the first frame; ``step`` plays an action and gives the pixels
+whose boolean changed, with their new values (an object arrived or left). Two
+ways to get them, giving the same changes, rewards and game ends:
 
-- ``GymFrames`` calls ``env.reset``/``env.step`` and binarizes the RGB
-  observation. It works with any env and any wrapper.
+- ``GymFrames`` calls ``env.reset``/``env.step``, binarizes the RGB
+  observation and compares it with the last one. It works with any env and
+  any wrapper.
 - ``AleFrames`` is what training uses on an Atari env that Gymnasium has not
   wrapped further. It does what ``AtariEnv.step`` does (the same ``ale.act``
   calls with the same frameskip, and sticky actions inside ALE), then reads the
@@ -13,6 +17,8 @@ Two ways to get them, giving the same booleans, rewards and game ends:
   index, so ``binarize``'s test "is the red channel a background colour" is a
   256-entry table over palette indices. The table is filled from the real RGB
   screen the first time each index appears, so no palette is written down here.
+  And since a pixel's boolean can only change where its palette index did, the
+  table is looked up at those few pixels only.
 
 ``frames_for(env)`` picks ``AleFrames`` where it computes the same thing and
 ``GymFrames`` everywhere else (the toy env, recording wrappers, colour
@@ -41,23 +47,36 @@ class GymFrames:
     Example:
         >>> from pong.env import make_env
         >>> frames = GymFrames(make_env("PongToy/Catch-v0"))
-        >>> cur = frames.reset(seed=0)
-        >>> cur.shape, cur.dtype
+        >>> first = frames.reset(seed=0)
+        >>> first.shape, first.dtype
         ((6400,), dtype('bool'))
+        >>> changed, arrived, reward, done = frames.step(0)
+        >>> bool((frames.frame[changed] == arrived).all() and (first[changed] != arrived).all())
+        True
     """
 
     def __init__(self, env: gym.Env) -> None:
         self.env = env
+        self.frame = np.zeros(0, dtype=bool)  # the last frame, binarized
 
     def reset(self, seed: int | None = None) -> np.ndarray:
         """Start a game; its first frame, binarized: (D,) bool."""
         observation, _ = self.env.reset(seed=seed)
-        return binarize(observation)
+        self.frame = binarize(observation)
+        return self.frame
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool]:
-        """``(frame, reward, done)``: the next frame binarized, and whether the game ended."""
+    def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
+        """``(changed, arrived, reward, done)`` for one action.
+
+        ``changed``: (K,) sorted indices of the pixels whose boolean changed since
+        the last frame; ``arrived``: (K,) bool, their new values (True: an object
+        arrived there, False: it left); ``done``: whether the game ended.
+        """
         observation, reward, terminated, truncated, _ = self.env.step(action)
-        return binarize(observation), float(reward), bool(terminated or truncated)
+        frame = binarize(observation)
+        changed = np.flatnonzero(frame != self.frame)
+        self.frame = frame
+        return changed, frame[changed], float(reward), bool(terminated or truncated)
 
 
 class AleFrames:
@@ -72,14 +91,21 @@ class AleFrames:
         self.ale = self.atari.ale
         self.screen = np.empty(self.ale.getScreenDims(), dtype=np.uint8)  # (210, 160) indices
         self.table = np.full(256, UNKNOWN, dtype=np.uint8)  # palette index -> is_object
+        self.field = np.zeros(0, dtype=np.uint8)  # (D,) the last frame's palette indices
 
     def reset(self, seed: int | None = None) -> np.ndarray:
         """Start a game (``env.reset``: seeding stays Gymnasium's); its first frame."""
         self.env.reset(seed=seed)
-        return self._frame()
+        field = self._read_field()
+        frame = self.table.take(field)
+        if frame.max() == UNKNOWN:  # colours not seen before: learn them from the RGB screen
+            self._learn(field)
+            frame = self.table.take(field)
+        self.field = field  # every palette index in it is in the table from here on
+        return frame.view(bool)
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool]:
-        """``GymFrames.step``: the body of ``AtariEnv.step`` without building its outputs."""
+    def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
+        """``GymFrames.step``: the body of ``AtariEnv.step``, then only the pixels that changed."""
         frameskip = self.atari._frameskip
         if not isinstance(frameskip, int):  # (low, high): drawn as AtariEnv draws it
             frameskip = self.atari.np_random.integers(*frameskip)
@@ -88,16 +114,25 @@ class AleFrames:
         for _ in range(frameskip):
             reward += self.ale.act(action_idx, 1.0)
         done = self.ale.game_over(with_truncation=False) or self.ale.game_truncated()
-        return self._frame(), reward, bool(done)
 
-    def _frame(self) -> np.ndarray:
+        field = self._read_field()
+        candidates = np.flatnonzero(field != self.field)  # where the palette index changed
+        now = self.table.take(field[candidates])
+        if now.max(initial=0) == UNKNOWN:  # a colour not seen before
+            self._learn(field)
+            now = self.table.take(field[candidates])
+        moved = now != self.table.take(self.field[candidates])  # the boolean changed too
+        self.field = field
+        return candidates[moved], now[moved].view(bool), reward, bool(done)
+
+    def _read_field(self) -> np.ndarray:
+        """The screen's playing field as (D,) palette indices (a fresh array)."""
         self.ale.getScreen(self.screen)
-        cur = self.table.take(self.screen[FIELD])  # (80, 80)
-        if cur.max() == UNKNOWN:  # a colour not seen before: learn it from the RGB screen
-            field = self.screen[FIELD]
-            self.table[field] = is_object(self.ale.getScreenRGB()[FIELD][..., 0])
-            cur = self.table.take(field)
-        return cur.ravel().view(bool)
+        return np.ascontiguousarray(self.screen[FIELD]).ravel()
+
+    def _learn(self, field: np.ndarray) -> None:
+        """Enter the palette indices of ``field`` in the table, from the current RGB screen."""
+        self.table[field] = is_object(self.ale.getScreenRGB()[FIELD][..., 0]).ravel()
 
 
 def frames_for(env: gym.Env) -> GymFrames | AleFrames:

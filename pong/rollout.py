@@ -103,17 +103,16 @@ def rollout(
         state, stored in about 125 bytes a step.
     """
     frames = frames_for(env)  # on Atari: read straight from the emulator, same frames
-    cur = frames.reset(seed=seed)  # (D,) bool
-    prev = None  # the policy sees the difference of consecutive frames
+    frames.reset(seed=seed)
+    # The policy sees the difference of consecutive frames: at the first step
+    # none (a zero input), later the pixels that changed.
+    idx, arrived = np.empty(0, np.intp), np.empty(0, bool)
     # Growing typed buffers: no Python object per step.
     offsets, indices, values, active = array("q", [0]), array("H"), array("b"), array("B")
     dlogps, drs = array("d"), array("d")
     done = False
     while not done:
-        # first step: a zero input (no non-zeros); later: the pixels that changed
-        idx = np.flatnonzero(cur != prev) if prev is not None else np.empty(0, np.intp)
-        val = np.where(cur[idx], 1.0, -1.0)  # +1: an object arrived, -1: it left
-        prev = cur
+        val = np.where(arrived, 1.0, -1.0)  # +1: an object arrived, -1: it left
 
         aprob, h = model.policy_forward_sparse(idx, val)
         action = UP if rng.random() < aprob else DOWN
@@ -125,7 +124,7 @@ def rollout(
         y = 1.0 if action == UP else 0.0  # the "fake label": pretend the sampled action was right
         dlogps.append(y - aprob)  # its log-likelihood gradient w.r.t. the logit
 
-        cur, reward, done = frames.step(action)
+        idx, arrived, reward, done = frames.step(action)
         drs.append(reward)
     return SparseEpisode(
         np.frombuffer(offsets, dtype=np.int64),

@@ -7,33 +7,44 @@ import pytest
 from pong.env import DOWN, UP, make_env
 from pong.evaluate import FrameRecorder
 from pong.frames import UNKNOWN, AleFrames, GymFrames, frames_for
+from pong.preprocess import binarize
 
 
 @pytest.mark.ale
 @pytest.mark.parametrize(("env_id", "seed"), [("ALE/Pong-v5", 3), ("Pong-v0", 4)])
-def test_ale_frames_are_gymnasiums_frames_for_a_whole_game(env_id: str, seed: int) -> None:
-    """Step by step, the same frames, rewards and game end as env.step + binarize."""
-    fast_env, gym_env = make_env(env_id), make_env(env_id)
+def test_both_frames_give_the_changes_of_the_binarized_frames_for_a_whole_game(
+    env_id: str, seed: int
+) -> None:
+    """Step by step, the changes, rewards and game end that env.step + binarize give."""
+    fast_env, gym_env, plain_env = make_env(env_id), make_env(env_id), make_env(env_id)
     fast = frames_for(fast_env)
     assert isinstance(fast, AleFrames)  # training's default path is the fast one
     reference = GymFrames(gym_env)
     rng = np.random.default_rng(seed)
-    np.testing.assert_array_equal(fast.reset(seed=seed), reference.reset(seed=seed))
-    done, steps, points = False, 0, 0
+    prev = binarize(plain_env.reset(seed=seed)[0])
+    np.testing.assert_array_equal(fast.reset(seed=seed), prev)
+    np.testing.assert_array_equal(reference.reset(seed=seed), prev)
+    done, steps, points, moves = False, 0, 0, 0
     while not done:
         action = UP if rng.random() < 0.5 else DOWN
-        cur, reward, done = fast.step(action)
-        want_cur, want_reward, want_done = reference.step(action)
-        np.testing.assert_array_equal(cur, want_cur, err_msg=f"step {steps}")
-        assert (reward, done) == (want_reward, want_done), f"step {steps}"
-        steps, points = steps + 1, points + abs(reward)
-    assert points >= 21 and steps > 500  # a whole game, with the ball in play
+        observation, want_reward, terminated, truncated, _ = plain_env.step(action)
+        cur = binarize(observation)
+        want_changed = np.flatnonzero(cur != prev)
+        want = (want_changed, cur[want_changed], float(want_reward), terminated or truncated)
+        for frames in (fast, reference):
+            changed, arrived, reward, done = frames.step(action)
+            np.testing.assert_array_equal(changed, want[0], err_msg=f"step {steps}")
+            np.testing.assert_array_equal(arrived, want[1], err_msg=f"step {steps}")
+            assert (reward, done) == want[2:], f"step {steps}"
+        prev = cur
+        steps, points, moves = steps + 1, points + abs(reward), moves + len(changed)
+    assert points >= 21 and steps > 500 and moves > 10 * steps  # a whole game, ball in play
     # The table learned Pong's few colours from the RGB screen and nothing else.
     known = np.flatnonzero(fast.table != UNKNOWN)
     assert 2 <= known.size <= 16
     assert set(fast.table[known]) == {0, 1}  # background and objects both seen
-    fast_env.close()
-    gym_env.close()
+    for env in (fast_env, gym_env, plain_env):
+        env.close()
 
 
 @pytest.mark.ale
@@ -53,8 +64,8 @@ def test_frames_for_the_toy_env_is_gymnasiums() -> None:
     env = make_env("PongToy/Catch-v0")
     frames = frames_for(env)
     assert isinstance(frames, GymFrames)
-    cur = frames.reset(seed=0)
-    assert cur.shape == (6400,) and cur.dtype == bool and cur.any()
-    cur, reward, done = frames.step(UP)
-    assert isinstance(reward, float) and isinstance(done, bool)
+    first = frames.reset(seed=0)
+    assert first.shape == (6400,) and first.dtype == bool and first.any()
+    changed, arrived, reward, done = frames.step(UP)
+    assert arrived.dtype == bool and isinstance(reward, float) and isinstance(done, bool)
     env.close()
