@@ -12,8 +12,9 @@ warm-up update (actor start), then --updates timed ones. All ways play the
 very same games; only their timing differs.
 
 Efficiency = measured steps/s / (CPUs used x emulator-only steps/s on one
-core); the emulator is measured before Ray starts and after it stops, and the
-mean of the two is used.
+core). The emulator is measured with Ray not running, before each batch size
+and after the last (each batch size gets a fresh local Ray), and each batch
+size uses the mean of the two measurements around it.
 """
 
 from __future__ import annotations
@@ -62,16 +63,21 @@ def main() -> None:
     parser.add_argument("--no-baseline", action="store_true", help="skip the original's way")
     args = parser.parse_args()
 
-    emu_steps, emu_seconds = emulator_only(args.env, episodes=5, seed=0)
-    emulator_start = emu_steps / emu_seconds  # steps/s on one core
-    local_ray_settings()  # as driver.py starts a local Ray
-    ray.init(
-        num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR", log_to_driver=False
-    )
-    cpus = int(ray.cluster_resources()["CPU"])
+    def emulator(seed: int) -> float:  # steps/s on one core, Ray not running
+        steps, seconds = emulator_only(args.env, episodes=5, seed=seed)
+        return steps / seconds
 
     rows, summary = [], {}
-    for batch in args.batch_sizes:
+    emulators = [emulator(0)]
+    for i, batch in enumerate(args.batch_sizes):
+        local_ray_settings()  # as driver.py starts a local Ray
+        ray.init(
+            num_cpus=args.num_cpus,
+            include_dashboard=False,
+            logging_level="ERROR",
+            log_to_driver=False,
+        )
+        cpus = int(ray.cluster_resources()["CPU"])
         used = min(batch, cpus)
         paths = ["ours"]
         paths += ["ours, every game at once"] if batch > cpus else []
@@ -87,31 +93,32 @@ def main() -> None:
                     file=sys.stderr,
                     flush=True,
                 )
+        ray.shutdown()
+        emulators.append(emulator(i + 1))
+        per_core = (emulators[-2] + emulators[-1]) / 2  # before and after this batch size
         for path in paths:
             steps, seconds = totals[path]
-            summary[(batch, path)] = steps / seconds
+            efficiency = steps / seconds / (used * per_core)
+            summary[(batch, path)] = (steps / seconds, efficiency)
             per_update = seconds / (args.updates * args.rounds)
-            rows.append([batch, path, f"{per_update:.2f}", f"{steps / seconds:.0f}", used])
-    ray.shutdown()
-    emu_steps, emu_seconds = emulator_only(args.env, episodes=5, seed=1)
-    emulator_end = emu_steps / emu_seconds
-    emulator = (emulator_start + emulator_end) / 2
-    for row in rows:
-        row.append(f"{float(row[3]) / (row[4] * emulator):.2f}")
+            rows.append(
+                [batch, path, f"{per_update:.2f}", f"{steps / seconds:.0f}", used]
+                + [f"{per_core:.0f}", f"{efficiency:.2f}"]
+            )
 
     print(f"Machine: {machine()}; Ray {ray.__version__}, {cpus} CPUs")
     print(
-        f"Emulator only ({args.env}, one core): {emulator:.0f} steps/s"
-        f" ({emulator_start:.0f} at the start of the run, {emulator_end:.0f} at the end)\n"
+        f"Emulator only ({args.env}, one core, Ray not running), measured before each batch"
+        f" size and after the last: {', '.join(f'{e:.0f}' for e in emulators)} steps/s\n"
     )
-    print(table(["batch", "path", "s/update", "steps/s", "CPUs used", "efficiency"], rows))
+    header = ["batch", "path", "s/update", "steps/s", "CPUs used", "emulator/core", "efficiency"]
+    print(table(header, rows))
     parts = []
     for batch in args.batch_sizes:
-        ours = summary[(batch, "ours")]
-        efficiency = ours / (min(batch, cpus) * emulator)
+        ours, efficiency = summary[(batch, "ours")]
         line = f"batch {batch}: {ours:.0f} steps/s, efficiency {efficiency:.2f}"
         if (batch, "original's way") in summary:
-            ratio = ours / summary[(batch, "original's way")]
+            ratio = ours / summary[(batch, "original's way")][0]
             line += f" ({ratio:.2f}x the original's way)"
         parts.append(line)
     print("\nSummary: " + "; ".join(parts) + ".")
