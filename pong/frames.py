@@ -97,10 +97,7 @@ class AleFrames:
         """Start a game (``env.reset``: seeding stays Gymnasium's); its first frame."""
         self.env.reset(seed=seed)
         field = self._read_field()
-        frame = self.table.take(field)
-        if frame.max() == UNKNOWN:  # colours not seen before: learn them from the RGB screen
-            self._learn(field)
-            frame = self.table.take(field)
+        frame = self._look_up(field, slice(None))
         self.field = field  # every palette index in it is in the table from here on
         return frame.view(bool)
 
@@ -117,10 +114,7 @@ class AleFrames:
 
         field = self._read_field()
         candidates = np.flatnonzero(field != self.field)  # where the palette index changed
-        now = self.table.take(field[candidates])
-        if now.max(initial=0) == UNKNOWN:  # a colour not seen before
-            self._learn(field)
-            now = self.table.take(field[candidates])
+        now = self._look_up(field, candidates)
         moved = now != self.table.take(self.field[candidates])  # the boolean changed too
         self.field = field
         return candidates[moved], now[moved].view(bool), reward, bool(done)
@@ -130,9 +124,16 @@ class AleFrames:
         self.ale.getScreen(self.screen)
         return np.ascontiguousarray(self.screen[FIELD]).ravel()
 
-    def _learn(self, field: np.ndarray) -> None:
-        """Enter the palette indices of ``field`` in the table, from the current RGB screen."""
-        self.table[field] = is_object(self.ale.getScreenRGB()[FIELD][..., 0]).ravel()
+    def _look_up(self, field: np.ndarray, pixels: slice | np.ndarray) -> np.ndarray:
+        """``is_object`` of ``field`` (the current screen's) at ``pixels``, as 0 or 1 (uint8).
+
+        A colour not seen before is learned first, from the current RGB screen.
+        """
+        found = self.table.take(field[pixels])
+        if found.max(initial=0) == UNKNOWN:
+            self.table[field] = is_object(self.ale.getScreenRGB()[FIELD][..., 0]).ravel()
+            found = self.table.take(field[pixels])
+        return found
 
 
 def frames_for(env: gym.Env) -> GymFrames | AleFrames:

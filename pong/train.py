@@ -146,8 +146,11 @@ class Trainer:
         started: dict[str, list[ray.ObjectRef]] = {}  # node -> its calls so far, in order
         for i, actor in enumerate(self.actors):
             node = self.nodes.get(i)  # None until placement() or the worker's first result
-            ahead = started.setdefault(node, []) if node is not None else []
-            free = self._cpus(node) - len(ahead) if node is not None else 1  # CPUs still free
+            if node is None:  # where it runs is not known: its game starts at once
+                owner[actor.compute_gradient.remote(model_ref)] = i
+                continue
+            ahead = started.setdefault(node, [])
+            free = self._cpus(node) - len(ahead)  # CPUs of the node not yet taken
             turn = None if free > 0 else Turn(list(ahead), int(1 - free))  # wait for 1 - free
             ref = actor.compute_gradient.remote(model_ref, turn)
             owner[ref] = i
