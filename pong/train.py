@@ -129,8 +129,8 @@ class Trainer:
 
         On each node, only as many games run at once as the node has CPUs. Games
         beyond that would only take turns on the cores, and each turn costs a
-        game its caches: on 2 cores, 10 games at once took 10-20% more CPU per
-        step, and gave about 5% fewer steps/s, than 2 at a time. Every call is
+        game its caches: on 2 cores, 10 games at once gave 0-6% fewer steps/s
+        than 2 at a time (four runs of benchmarks/ray_loop.py). Every call is
         sent at once all the same, each with its ``Turn``: the k-th game on a
         node with C CPUs waits, inside its call, for k - C + 1 of the k games
         before it there to finish, which starts each game as soon as a CPU is
