@@ -131,11 +131,16 @@ class Trainer:
         beyond that would only take turns on the cores, and each turn costs a
         game its caches: on 2 cores, 10 games at once gave 0-6% fewer steps/s
         than 2 at a time (four runs of benchmarks/ray_loop.py). Every call is
-        sent at once all the same, each with its ``Turn``: the k-th game on a
-        node with C CPUs waits, inside its call, for k - C + 1 of the k games
-        before it there to finish, which starts each game as soon as a CPU is
-        free. A worker's node is learned from ``placement`` or from its
-        results; until then, its game starts at once.
+        sent at once all the same, each with its ``Turn``: a game sent to a node
+        with C CPUs after C others waits, inside its call, until at most C - 1
+        of the 2C games sent there just before it still play. That starts each
+        game as soon as a CPU is free, unless a game more than 2C places
+        earlier is still playing: then one more game plays for a while. The
+        whole list of earlier games would rule that out, but each reference
+        passed costs the driver work (it owns them all): with all of them, its
+        CPU time per update doubled at batch 10 and at batch 60 on 2 cores. A
+        worker's node is learned from ``placement`` or from its results; until
+        then, its game starts at once.
         """
         stats = UpdateStats(self.iteration + 1)
         start = time.perf_counter()
@@ -150,8 +155,11 @@ class Trainer:
                 owner[actor.compute_gradient.remote(model_ref)] = i
                 continue
             ahead = started.setdefault(node, [])
-            free = self._cpus(node) - len(ahead)  # CPUs of the node not yet taken
-            turn = None if free > 0 else Turn(list(ahead), int(1 - free))  # wait for 1 - free
+            cpus = self._cpus(node)
+            turn = None
+            if len(ahead) >= cpus:  # no CPU left: wait until C - 1 of the last 2C still play
+                window = ahead[-2 * cpus :]
+                turn = Turn(window, len(window) - cpus + 1)
             ref = actor.compute_gradient.remote(model_ref, turn)
             owner[ref] = i
             ahead.append(ref)
@@ -228,14 +236,15 @@ class Trainer:
             self.best_running_reward = self.running_reward
         return stats
 
-    def _cpus(self, node: str) -> float:
-        """CPUs of a Ray node (at least 1; no limit for a node no longer in the cluster)."""
+    def _cpus(self, node: str) -> int | float:
+        """Whole CPUs of a Ray node: at least 1; ``math.inf`` for a node that has left."""
         if node not in self.node_cpus:  # a node not seen yet: ask the cluster once
             self.node_cpus.update(
                 (n["NodeID"], n["Resources"].get("CPU", 0)) for n in ray.nodes() if n["Alive"]
             )
             self.node_cpus.setdefault(node, math.inf)  # gone: its workers restart elsewhere
-        return max(1, self.node_cpus[node])
+        cpus = self.node_cpus[node]
+        return cpus if cpus == math.inf else max(1, int(cpus))
 
     def checkpoint(self) -> Checkpoint:
         """The state after the last completed update (a batch in flight is not in it)."""

@@ -31,19 +31,25 @@ class FixedWorker:
 class SleepingWorker:
     """Sleeps instead of playing a game, and keeps when each call ran."""
 
-    def __init__(self) -> None:
+    def __init__(self, seconds: float = 0.3) -> None:
+        self.seconds = seconds
         self.spans: list[tuple[float, float]] = []
+        self.turns: list[tuple[int, int] | None] = []  # (games waited on, how many to finish)
 
     def compute_gradient(self, model: Model, turn: Turn | None = None) -> Result:
+        self.turns.append(None if turn is None else (len(turn.ahead), turn.count))
         wait_turn(turn)  # as RolloutWorker does
         start = time.time()
-        time.sleep(0.3)
+        time.sleep(self.seconds)
         self.spans.append((start, time.time()))
         node = ray.get_runtime_context().get_node_id()
         return Result(_grad(0.0), -21.0, 100, None, node=node)
 
     def get_spans(self) -> list[tuple[float, float]]:
         return self.spans
+
+    def get_turns(self) -> list[tuple[int, int] | None]:
+        return self.turns
 
     def describe(self) -> dict[str, object]:
         return {"node_id": ray.get_runtime_context().get_node_id()}
@@ -109,6 +115,22 @@ def test_a_node_runs_only_as_many_games_at_once_as_it_has_cpus(local_ray) -> Non
         assert any(0 <= start - end < 0.15 for end in ends)
     assert second.seconds >= 3 * 0.3  # 5 games, 2 at a time: three rounds
     assert second.wait + second.overhead <= second.seconds  # no phase is counted twice
+
+
+def test_a_game_waits_on_at_most_2c_earlier_games_and_still_keeps_to_the_cpus(local_ray) -> None:
+    trainer = Trainer(1, "PongToy/Catch-v0", seed=0)
+    ray.kill(trainer.actors[0])
+    trainer.actors = [SleepingWorker.remote(0.15) for _ in range(8)]
+    trainer.placement()
+    assert trainer.step().rollouts == 8
+    turns = [t for [t] in ray.get([actor.get_turns.remote() for actor in trainer.actors])]
+    # Games 3 to 8 on 2 CPUs: wait for 1, 2, 3 of the 2, 3, 4 before them, then 3 of the last 4.
+    assert turns == [None, None, (2, 1), (3, 2), (4, 3), (4, 3), (4, 3), (4, 3)]
+    spans = [s for [s] in ray.get([actor.get_spans.remote() for actor in trainer.actors])]
+    assert most_at_once(spans) == 2
+    ends = [end for _, end in spans]
+    for start, _ in sorted(spans)[2:]:  # each later game starts as an earlier one ends
+        assert any(0 <= start - end < 0.15 for end in ends)
 
 
 def test_after_placement_even_the_first_update_keeps_to_the_cpus(local_ray) -> None:
