@@ -11,10 +11,11 @@ times, in turn, and each time from a fresh start with the same seed: one
 warm-up update (actor start), then --updates timed ones. All ways play the
 very same games; only their timing differs.
 
-Efficiency = measured steps/s / (CPUs used x emulator-only steps/s on one
-core). The emulator is measured with Ray not running, before each batch size
-and after the last (each batch size gets a fresh local Ray), and each batch
-size uses the mean of the two measurements around it.
+Efficiency = measured steps / (CPUs used x emulator-only steps/s on one
+core x seconds). Each run gets a fresh local Ray; the emulator is measured
+with Ray stopped before every run and after the last, and each run is
+compared with the mean of the two measurements around it: within one
+batch size the emulator alone has drifted by 30% here.
 """
 
 from __future__ import annotations
@@ -67,38 +68,47 @@ def main() -> None:
         steps, seconds = emulator_only(args.env, episodes=5, seed=seed)
         return steps / seconds
 
-    rows, summary = [], {}
-    emulators = [emulator(0)]
-    for i, batch in enumerate(args.batch_sizes):
-        local_ray_settings()  # as driver.py starts a local Ray
+    def start_ray() -> int:  # a fresh local Ray, as driver.py starts one; its CPUs
+        local_ray_settings()
         ray.init(
             num_cpus=args.num_cpus,
             include_dashboard=False,
             logging_level="ERROR",
             log_to_driver=False,
         )
-        cpus = int(ray.cluster_resources()["CPU"])
+        return int(ray.cluster_resources()["CPU"])
+
+    cpus = start_ray()
+    ray.shutdown()
+    rows, summary = [], {}
+    emulators = [emulator(0)]
+    for batch in args.batch_sizes:
         used = min(batch, cpus)
         paths = ["ours"]
         paths += ["ours, every game at once"] if batch > cpus else []
         paths += [] if args.no_baseline else ["original's way"]
-        totals = {path: [0, 0.0] for path in paths}
+        # path -> [steps, seconds, emulator-core-seconds: sum of seconds x emulator steps/s]
+        totals = {path: [0, 0.0, 0.0] for path in paths}
         for r in range(args.rounds):
             for path in paths[r % len(paths) :] + paths[: r % len(paths)]:  # rotate the order
+                start_ray()
                 steps, seconds = run(path, batch, args.env, args.updates)
+                ray.shutdown()
+                emulators.append(emulator(len(emulators)))
+                per_core = (emulators[-2] + emulators[-1]) / 2  # just before and after
                 totals[path][0] += steps
                 totals[path][1] += seconds
+                totals[path][2] += seconds * per_core
                 print(
-                    f"  batch {batch:>3} round {r + 1} {path}: {steps / seconds:.0f} steps/s",
+                    f"  batch {batch:>3} round {r + 1} {path}: {steps / seconds:.0f} steps/s,"
+                    f" emulator {per_core:.0f}",
                     file=sys.stderr,
                     flush=True,
                 )
-        ray.shutdown()
-        emulators.append(emulator(i + 1))
-        per_core = (emulators[-2] + emulators[-1]) / 2  # before and after this batch size
         for path in paths:
-            steps, seconds = totals[path]
-            efficiency = steps / seconds / (used * per_core)
+            steps, seconds, emulator_seconds = totals[path]
+            per_core = emulator_seconds / seconds  # time-weighted mean over the path's runs
+            efficiency = steps / (used * emulator_seconds)
             summary[(batch, path)] = (steps / seconds, efficiency)
             per_update = seconds / (args.updates * args.rounds)
             rows.append(
@@ -108,8 +118,9 @@ def main() -> None:
 
     print(f"Machine: {machine()}; Ray {ray.__version__}, {cpus} CPUs")
     print(
-        f"Emulator only ({args.env}, one core, Ray not running), measured before each batch"
-        f" size and after the last: {', '.join(f'{e:.0f}' for e in emulators)} steps/s\n"
+        f"Emulator only ({args.env}, one core, Ray not running), measured before every run"
+        f" and after the last: {min(emulators):.0f} to {max(emulators):.0f} steps/s"
+        f" ({len(emulators)} measurements)\n"
     )
     header = ["batch", "path", "s/update", "steps/s", "CPUs used", "emulator/core", "efficiency"]
     print(table(header, rows))

@@ -138,7 +138,7 @@ class Trainer:
         earlier is still playing: then one more game plays for a while. The
         whole list of earlier games would rule that out, but each reference
         passed costs the driver work (it owns them all): with all of them, its
-        CPU time per update doubled at batch 10 and at batch 60 on 2 cores. A
+        CPU time per update was 465 ms instead of 241 at batch 60 on 2 cores. A
         worker's node is learned from ``placement`` or from its results; until
         then, its game starts at once.
         """
