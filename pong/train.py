@@ -129,10 +129,11 @@ class Trainer:
 
         On each node, only as many games run at once as the node has CPUs. Games
         beyond that would only take turns on the cores, and each turn costs a
-        game its caches: on 2 cores, 10 games at once gave 0-6% fewer steps/s
-        than 2 at a time (four runs of benchmarks/ray_loop.py). Every call is
-        sent at once all the same, each with its ``Turn``: a game sent to a node
-        with C CPUs after C others waits, inside its call, until at most C - 1
+        game its caches: on 2 cores, 10 games at once gave up to 5% fewer
+        steps/s than 2 at a time (one run of seven of benchmarks/ray_loop.py
+        gave 3% more), and 60 games 1-11% fewer. Every call is sent at once
+        all the same, each with its ``Turn``: a game sent to a node with C
+        CPUs after C others waits, inside its call, until at most C - 1
         of the 2C games sent there just before it still play. That starts each
         game as soon as a CPU is free, unless a game more than 2C places
         earlier is still playing: then one more game plays for a while. The
