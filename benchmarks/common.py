@@ -1,4 +1,4 @@
-"""Shared pieces of the benchmark scripts: the emulator-only baseline and table printing."""
+"""Shared pieces of the benchmark scripts: the emulator-only baseline, a local Ray, tables."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import time
 
 import gymnasium as gym
 import numpy as np
+import ray
 
+from pong.cluster import local_ray_settings
 from pong.env import DOWN, UP, make_env
 
 
@@ -55,6 +57,18 @@ def emulator_only(env_id: str, episodes: int, seed: int) -> tuple[int, float]:
     seconds = time.perf_counter() - start
     env.close()
     return steps, seconds
+
+
+def start_local_ray(num_cpus: int | None, log_to_driver: bool = True) -> int:
+    """A fresh local Ray with the settings driver.py gives one, logging errors only; its CPUs."""
+    local_ray_settings()
+    ray.init(
+        num_cpus=num_cpus,
+        include_dashboard=False,
+        logging_level="ERROR",
+        log_to_driver=log_to_driver,
+    )
+    return int(ray.cluster_resources()["CPU"])
 
 
 def machine() -> str:

@@ -18,8 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ray  # noqa: E402
 
-from benchmarks.common import machine, table  # noqa: E402
-from pong.cluster import local_ray_settings  # noqa: E402
+from benchmarks.common import machine, start_local_ray, table  # noqa: E402
 from pong.train import Trainer  # noqa: E402
 
 
@@ -31,9 +30,7 @@ def main() -> None:
     parser.add_argument("--env", default="ALE/Pong-v5")
     args = parser.parse_args()
 
-    local_ray_settings()  # as driver.py starts a local Ray
-    ray.init(num_cpus=args.num_cpus, include_dashboard=False, logging_level="ERROR")
-    cpus = int(ray.cluster_resources()["CPU"])
+    cpus = start_local_ray(args.num_cpus)
     trainer = Trainer(args.batch_size, args.env, seed=0)
     trainer.step()  # warm-up: starts the actors, learns where they run
     stats = [trainer.step() for _ in range(args.updates)]

@@ -30,8 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import ray  # noqa: E402
 
 from benchmarks.baseline import DenseLoop  # noqa: E402
-from benchmarks.common import emulator_only, machine, table  # noqa: E402
-from pong.cluster import local_ray_settings  # noqa: E402
+from benchmarks.common import emulator_only, machine, start_local_ray, table  # noqa: E402
 from pong.train import Trainer  # noqa: E402
 
 
@@ -68,17 +67,10 @@ def main() -> None:
         steps, seconds = emulator_only(args.env, episodes=5, seed=seed)
         return steps / seconds
 
-    def start_ray() -> int:  # a fresh local Ray, as driver.py starts one; its CPUs
-        local_ray_settings()
-        ray.init(
-            num_cpus=args.num_cpus,
-            include_dashboard=False,
-            logging_level="ERROR",
-            log_to_driver=False,
-        )
-        return int(ray.cluster_resources()["CPU"])
+    def start_ray() -> int:  # a fresh local Ray for each run; its CPUs
+        return start_local_ray(args.num_cpus, log_to_driver=False)
 
-    cpus = start_ray()
+    cpus = start_ray()  # how many CPUs the runs will have, before the first emulator measurement
     ray.shutdown()
     rows, summary = [], {}
     emulators = [emulator(0)]
