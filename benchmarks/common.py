@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import platform
 import time
@@ -57,6 +58,44 @@ def emulator_only(env_id: str, episodes: int, seed: int) -> tuple[int, float]:
     seconds = time.perf_counter() - start
     env.close()
     return steps, seconds
+
+
+def _emulator_copy(env_id: str, seed: int, seconds: float, barrier, results) -> None:
+    """One of ``emulator_at_once``'s processes: ready an env, wait for the others, step."""
+    env = make_env(env_id)
+    rng = np.random.default_rng(seed)
+    emulator_episode(env, rng, seed)  # the seeded first reset, before the clock
+    env.reset()
+    barrier.wait()  # every copy starts stepping at the same moment
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        _, _, terminated, truncated, _ = env.step(UP if rng.random() < 0.5 else DOWN)
+        steps += 1
+        if terminated or truncated:
+            env.reset()
+    results.put(steps / (time.perf_counter() - start))
+
+
+def emulator_at_once(env_id: str, copies: int, seconds: float, seed: int) -> float:
+    """Emulator-only steps/s per copy when ``copies`` processes step at once (mean).
+
+    What the emulator itself reaches with every CPU busy: on a machine whose
+    cores slow each other down (shared caches, a hypervisor's neighbours) it
+    is less than ``emulator_only``'s one-core figure, and no loop of
+    ``copies`` games can beat it.
+    """
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(copies), context.Queue()
+    workers = [
+        context.Process(target=_emulator_copy, args=(env_id, seed + i, seconds, barrier, results))
+        for i in range(copies)
+    ]
+    for w in workers:
+        w.start()
+    rates = [results.get() for _ in workers]
+    for w in workers:
+        w.join()
+    return sum(rates) / copies
 
 
 def start_local_ray(num_cpus: int | None, log_to_driver: bool = True) -> int:

@@ -16,6 +16,11 @@ core x seconds). Each run gets a fresh local Ray; the emulator is measured
 with Ray stopped before every run and after the last, and each run is
 compared with the mean of the two measurements around it: within one
 batch size the emulator alone has drifted by 30% here.
+
+Where a batch uses C > 1 CPUs, the emulator is also measured as C copies
+stepping at once, around every run in the same way: the most any loop of C
+games could reach on this machine, since busy cores can slow each other
+down. The last column compares each run with that.
 """
 
 from __future__ import annotations
@@ -30,7 +35,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import ray  # noqa: E402
 
 from benchmarks.baseline import DenseLoop  # noqa: E402
-from benchmarks.common import emulator_only, machine, start_local_ray, table  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    emulator_at_once,
+    emulator_only,
+    machine,
+    start_local_ray,
+    table,
+)
 from pong.train import Trainer  # noqa: E402
 
 
@@ -73,14 +84,21 @@ def main() -> None:
     cpus = start_ray()  # how many CPUs the runs will have, before the first emulator measurement
     ray.shutdown()
     rows, summary = [], {}
+
+    def together(copies: int, seed: int) -> float:  # steps/s per copy, `copies` at once
+        return emulator_at_once(args.env, copies, seconds=2.0, seed=seed)
+
     emulators = [emulator(0)]
+    at_once: list[float] = []  # every `used` emulators at once, per copy: all measurements
     for batch in args.batch_sizes:
         used = min(batch, cpus)
+        parallel = [together(used, len(at_once))] if used > 1 else []  # this batch size's
         paths = ["ours"]
         paths += ["ours, every game at once"] if batch > cpus else []
         paths += [] if args.no_baseline else ["original's way"]
-        # path -> [steps, seconds, emulator-core-seconds: sum of seconds x emulator steps/s]
-        totals = {path: [0, 0.0, 0.0] for path in paths}
+        # path -> [steps, seconds, emulator-core-seconds: sum of seconds x emulator steps/s,
+        #          the same with `used` emulators at once]
+        totals = {path: [0, 0.0, 0.0, 0.0] for path in paths}
         for r in range(args.rounds):
             for path in paths[r % len(paths) :] + paths[: r % len(paths)]:  # rotate the order
                 start_ray()
@@ -88,41 +106,59 @@ def main() -> None:
                 ray.shutdown()
                 emulators.append(emulator(len(emulators)))
                 per_core = (emulators[-2] + emulators[-1]) / 2  # just before and after
+                if used > 1:
+                    parallel.append(together(used, len(at_once) + len(parallel)))
+                    per_copy = (parallel[-2] + parallel[-1]) / 2
+                else:
+                    per_copy = per_core  # one copy at once is the emulator alone
                 totals[path][0] += steps
                 totals[path][1] += seconds
                 totals[path][2] += seconds * per_core
+                totals[path][3] += seconds * per_copy
                 print(
                     f"  batch {batch:>3} round {r + 1} {path}: {steps / seconds:.0f} steps/s,"
-                    f" emulator {per_core:.0f}",
+                    f" emulator {per_core:.0f}, {used} at once {per_copy:.0f} each",
                     file=sys.stderr,
                     flush=True,
                 )
+        at_once += parallel
         for path in paths:
-            steps, seconds, emulator_seconds = totals[path]
+            steps, seconds, emulator_seconds, together_seconds = totals[path]
             per_core = emulator_seconds / seconds  # time-weighted mean over the path's runs
             efficiency = steps / (used * emulator_seconds)
-            summary[(batch, path)] = (steps / seconds, efficiency)
+            of_together = steps / (used * together_seconds)
+            summary[(batch, path)] = (steps / seconds, efficiency, of_together)
             per_update = seconds / (args.updates * args.rounds)
             rows.append(
                 [batch, path, f"{per_update:.2f}", f"{steps / seconds:.0f}", used]
-                + [f"{per_core:.0f}", f"{efficiency:.2f}"]
+                + [f"{per_core:.0f}", f"{efficiency:.2f}", f"{of_together:.2f}"]
             )
 
     print(f"Machine: {machine()}; Ray {ray.__version__}, {cpus} CPUs")
     print(
         f"Emulator only ({args.env}, one core, Ray not running), measured before every run"
         f" and after the last: {min(emulators):.0f} to {max(emulators):.0f} steps/s"
-        f" ({len(emulators)} measurements)\n"
+        f" ({len(emulators)} measurements)"
     )
+    if at_once:
+        print(
+            f"Emulator only, as many copies at once as CPUs used, per copy: {min(at_once):.0f}"
+            f" to {max(at_once):.0f} steps/s ({len(at_once)} measurements)"
+        )
     header = ["batch", "path", "s/update", "steps/s", "CPUs used", "emulator/core", "efficiency"]
+    header += ["vs that many emulators at once"]
+    print()
     print(table(header, rows))
     parts = []
     for batch in args.batch_sizes:
-        ours, efficiency = summary[(batch, "ours")]
+        ours, efficiency, of_together = summary[(batch, "ours")]
         line = f"batch {batch}: {ours:.0f} steps/s, efficiency {efficiency:.2f}"
+        notes = [f"{of_together:.2f} of {min(batch, cpus)} emulators at once"]
+        notes = notes if min(batch, cpus) > 1 else []
         if (batch, "original's way") in summary:
-            ratio = ours / summary[(batch, "original's way")][0]
-            line += f" ({ratio:.2f}x the original's way)"
+            original = summary[(batch, "original's way")][0]
+            notes.append(f"{ours / original:.2f}x the original's way")
+        line += f" ({'; '.join(notes)})" if notes else ""
         parts.append(line)
     print("\nSummary: " + "; ".join(parts) + ".")
 
