@@ -89,10 +89,11 @@ def main() -> None:
         return emulator_at_once(args.env, copies, seconds=2.0, seed=seed)
 
     emulators = [emulator(0)]
-    at_once: list[float] = []  # every `used` emulators at once, per copy: all measurements
+    at_once: list[float] = []  # `used` emulators at once, per copy: all measurements
     for batch in args.batch_sizes:
         used = min(batch, cpus)
-        parallel = [together(used, len(at_once))] if used > 1 else []  # this batch size's
+        if used > 1:  # before this batch size's first run (`used` may differ from the last's)
+            at_once.append(together(used, len(at_once)))
         paths = ["ours"]
         paths += ["ours, every game at once"] if batch > cpus else []
         paths += [] if args.no_baseline else ["original's way"]
@@ -107,8 +108,8 @@ def main() -> None:
                 emulators.append(emulator(len(emulators)))
                 per_core = (emulators[-2] + emulators[-1]) / 2  # just before and after
                 if used > 1:
-                    parallel.append(together(used, len(at_once) + len(parallel)))
-                    per_copy = (parallel[-2] + parallel[-1]) / 2
+                    at_once.append(together(used, len(at_once)))
+                    per_copy = (at_once[-2] + at_once[-1]) / 2
                 else:
                     per_copy = per_core  # one copy at once is the emulator alone
                 totals[path][0] += steps
@@ -121,7 +122,6 @@ def main() -> None:
                     file=sys.stderr,
                     flush=True,
                 )
-        at_once += parallel
         for path in paths:
             steps, seconds, emulator_seconds, together_seconds = totals[path]
             per_core = emulator_seconds / seconds  # time-weighted mean over the path's runs
@@ -153,8 +153,8 @@ def main() -> None:
     for batch in args.batch_sizes:
         ours, efficiency, of_together = summary[(batch, "ours")]
         line = f"batch {batch}: {ours:.0f} steps/s, efficiency {efficiency:.2f}"
-        notes = [f"{of_together:.2f} of {min(batch, cpus)} emulators at once"]
-        notes = notes if min(batch, cpus) > 1 else []
+        used = min(batch, cpus)
+        notes = [f"{of_together:.2f} of {used} emulators at once"] if used > 1 else []
         if (batch, "original's way") in summary:
             original = summary[(batch, "original's way")][0]
             notes.append(f"{ours / original:.2f}x the original's way")
