@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import platform
+import queue
 import time
 
 import gymnasium as gym
@@ -60,6 +61,9 @@ def emulator_only(env_id: str, episodes: int, seed: int) -> tuple[int, float]:
     return steps, seconds
 
 
+COPY_START_S = 60.0  # an emulator copy's start (imports, env, seeded reset), at most
+
+
 def _emulator_copy(env_id: str, seed: int, seconds: float, barrier, results) -> None:
     """One of ``emulator_at_once``'s processes: ready an env, wait for the others, step."""
     env = make_env(env_id)
@@ -85,16 +89,27 @@ def emulator_at_once(env_id: str, copies: int, seconds: float, seed: int) -> flo
     ``copies`` games can beat it.
     """
     context = multiprocessing.get_context("spawn")
-    barrier, results = context.Barrier(copies), context.Queue()
+    # A copy that dies breaks the barrier for the others (timeout) instead of
+    # leaving them, and this process, waiting for ever.
+    barrier, results = context.Barrier(copies, timeout=COPY_START_S), context.Queue()
     workers = [
         context.Process(target=_emulator_copy, args=(env_id, seed + i, seconds, barrier, results))
         for i in range(copies)
     ]
     for w in workers:
         w.start()
-    rates = [results.get() for _ in workers]
-    for w in workers:
-        w.join()
+    try:
+        rates = [results.get(timeout=COPY_START_S + seconds + 10) for _ in workers]
+    except queue.Empty:
+        codes = [w.exitcode for w in workers]
+        raise RuntimeError(
+            f"{copies} emulators at once: not every copy reported (exit codes {codes})"
+        ) from None
+    finally:
+        for w in workers:
+            w.join(timeout=10)
+            if w.is_alive():
+                w.kill()
     return sum(rates) / copies
 
 
