@@ -1,18 +1,20 @@
-"""The original example's way of computing, for side-by-side timing (not used in training).
+"""The original example's way, for side-by-side timing (not used in training).
 
-What Ray's 2017 Pong example did per update, rebuilt on this package's dense
-reference functions: each actor plays with dense float64 inputs and hidden
-states (``rollout_dense``), runs the dense backward pass, and returns the full
-(200 x 6400) float64 gradient; the actor sets ``MKL_NUM_THREADS`` in its
-constructor, after NumPy is loaded, as the original did; the model's ``W1`` is
-row-major, as it was then. The driver loop is the original's: put, wait, get,
-add, RMSProp.
+``OriginalLoop`` is the driver loop of Ray's 2017 Pong example: put the model,
+start every game at once, add each gradient as it arrives, RMSProp. Run with
+``DenseRolloutWorker`` it is the original's way of computing: dense float64
+inputs and hidden states (``rollout_dense``), the dense backward pass, the full
+(200 x 6400) float64 gradient sent back, ``MKL_NUM_THREADS`` set in the actor
+after NumPy is loaded (too late, as the original did), a row-major ``W1``. Run
+with our ``RolloutWorker`` it is the ablation "ours, every game at once": our
+workers, without the trainer's keeping each node to its CPUs.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from typing import NamedTuple
 
 import numpy as np
 import ray
@@ -20,6 +22,17 @@ import ray
 from pong.env import make_env
 from pong.model import Model, zeros_like_weights
 from pong.rollout import episode_gradient_dense, rollout_dense
+from pong.worker import Result, RolloutWorker
+
+
+class DenseGrad(NamedTuple):
+    """A full gradient, ``{"W1": (H, D), "W2": (H,)}``, added up as the original did."""
+
+    grad: dict[str, np.ndarray]
+
+    def add_to(self, grad_buffer: dict[str, np.ndarray]) -> None:
+        for k, g in self.grad.items():
+            grad_buffer[k] += g
 
 
 @ray.remote
@@ -31,23 +44,24 @@ class DenseRolloutWorker:
         self.rng = np.random.default_rng(actions_seed)
         self.reset_seed = int(env_seed.generate_state(1)[0])
 
-    def compute_gradient(self, model: Model) -> tuple[dict[str, np.ndarray], float, int]:
+    def compute_gradient(self, model: Model) -> Result:
         episode = rollout_dense(model, self.env, self.rng, seed=self.reset_seed)
         self.reset_seed = None
-        grad, _ = episode_gradient_dense(model, episode)
-        return grad, float(episode.epr.sum()), len(episode.epr)
+        grad, note = episode_gradient_dense(model, episode)
+        return Result(DenseGrad(grad), float(episode.epr.sum()), len(episode.epr), note)
 
 
-class DenseLoop:
-    """The original driver loop over ``DenseRolloutWorker`` actors."""
+class OriginalLoop:
+    """The original example's driver loop over ``worker`` actors, seeded as ``Trainer`` seeds."""
 
-    def __init__(self, batch_size: int, env_id: str, seed: int) -> None:
+    def __init__(self, worker: type, batch_size: int, env_id: str, seed: int) -> None:
         model_seed, *worker_seeds = np.random.SeedSequence(seed).spawn(1 + batch_size)
         self.model = Model(model_seed)
-        self.model.weights["W1"] = np.ascontiguousarray(self.model.weights["W1"])  # row-major
+        if worker is DenseRolloutWorker:  # the original's layout
+            self.model.weights["W1"] = np.ascontiguousarray(self.model.weights["W1"])
         self.grad_buffer = zeros_like_weights(self.model.weights)
         self.rmsprop_cache = zeros_like_weights(self.model.weights)
-        self.actors = [DenseRolloutWorker.remote(env_id, s) for s in worker_seeds]
+        self.actors = [worker.remote(env_id, s) for s in worker_seeds]
 
     def step(self) -> tuple[int, float]:
         """One update: (steps, seconds)."""
@@ -57,11 +71,13 @@ class DenseLoop:
         steps = 0
         while pending:
             [ready], pending = ray.wait(pending)
-            grad, _, n = ray.get(ready)
-            steps += n
-            for k in self.model.weights:
-                self.grad_buffer[k] += grad[k]
-        self.model.update(self.grad_buffer, self.rmsprop_cache)
+            result = ray.get(ready)
+            steps += result.steps
+            result.grad.add_to(self.grad_buffer)
+        self.model.update(self.grad_buffer, self.rmsprop_cache, 1e-4, 0.99)
         for g in self.grad_buffer.values():
             g.fill(0)
         return steps, time.perf_counter() - start
+
+
+__all__ = ["DenseRolloutWorker", "OriginalLoop", "RolloutWorker"]

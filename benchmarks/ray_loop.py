@@ -3,9 +3,10 @@
 Run:  python benchmarks/ray_loop.py [--batch-sizes 1 10 60] [--updates 2] [--rounds 3]
 
 For each batch size, on a local Ray with all CPUs (or --num-cpus), three ways
-of running the loop: our Trainer; our Trainer starting every game at once
-instead of as many as there are CPUs (batches larger than the CPUs only); and
-the original example's way of computing (benchmarks/baseline.py). This shared
+of running the loop: our Trainer; our RolloutWorkers in the original
+example's loop, which starts every game at once instead of as many as there
+are CPUs (batches larger than the CPUs only); and the original example's way
+of computing (both in benchmarks/baseline.py). This shared
 machine's speed drifts by 10% within a minute, so each way runs --rounds
 times, in turn, and each time from a fresh start with the same seed: one
 warm-up update (actor start), then --updates timed ones. All ways play the
@@ -26,7 +27,6 @@ down. The last column compares each run with that.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 
@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ray  # noqa: E402
 
-from benchmarks.baseline import DenseLoop  # noqa: E402
+from benchmarks.baseline import DenseRolloutWorker, OriginalLoop, RolloutWorker  # noqa: E402
 from benchmarks.common import (  # noqa: E402
     emulator_at_once,
     emulator_only,
@@ -42,23 +42,23 @@ from benchmarks.common import (  # noqa: E402
     start_local_ray,
     table,
 )
+from pong.config import Config  # noqa: E402
 from pong.train import Trainer  # noqa: E402
 
 
 def run(path: str, batch_size: int, env_id: str, updates: int) -> tuple[int, float]:
     """A fresh loop on ``path``: one warm-up update, then ``updates`` timed ones; (steps, s)."""
-    if path == "original's way":
-        loop = DenseLoop(batch_size, env_id, seed=0)
-        loop.step()  # starts the actors
+    if path == "ours":
+        trainer = Trainer(Config(batch_size=batch_size, env=env_id, seed=0))
+        trainer.step()  # warm-up
+        timed = [(u.steps, u.seconds) for u in (trainer.step() for _ in range(updates))]
+        actors = trainer.games.actors
+    else:
+        worker = RolloutWorker if path == "ours, every game at once" else DenseRolloutWorker
+        loop = OriginalLoop(worker, batch_size, env_id, seed=0)
+        loop.step()  # warm-up: starts the actors
         timed = [loop.step() for _ in range(updates)]
         actors = loop.actors
-    else:
-        trainer = Trainer(batch_size, env_id, seed=0)
-        if path != "ours":  # the ablation: no node is ever full, so every game starts at once
-            trainer._cpus = lambda node: math.inf
-        trainer.step()  # starts the actors
-        timed = [(s.steps, s.seconds) for s in (trainer.step() for _ in range(updates))]
-        actors = trainer.actors
     for actor in actors:
         ray.kill(actor)
     return sum(n for n, _ in timed), sum(t for _, t in timed)

@@ -2,7 +2,8 @@
 
 The file holds the weights (``W1``, ``W2``), the RMSProp cache
 (``cache_W1``, ``cache_W2``) and ``meta``: a JSON text with the counters,
-the running reward, the seed and the settings. It loads with
+the running reward and the run's ``Config`` (its seed, and the other fields
+under ``settings``), each checked on load as its flag is. It loads with
 ``allow_pickle=False``, so a checkpoint can never run code. It is written to a
 temporary file next to its destination and renamed over it, so a crash or a
 full disk in the middle of a save never replaces a good checkpoint with half of
@@ -11,12 +12,12 @@ one.
 A *policy file* (``save_policy``) is the small form for sharing a trained
 agent: the weights only, as float32, compressed (about 5 MB instead of 20),
 with the same metadata. ``--evaluate`` plays it; resuming needs a checkpoint.
-Rounding to float32 moves a weight by at most 6e-8 of itself, which changes the
-policy's action probabilities by about that much relative.
+Rounding to float32 moves a weight by at most 6e-8 of itself.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import zipfile
@@ -28,6 +29,8 @@ from typing import IO
 
 import numpy as np
 
+from pong.config import Config
+from pong.errors import UsageError
 from pong.model import D, H
 
 __all__ = ["FILENAME", "Checkpoint", "CheckpointError", "load", "save", "save_policy"]
@@ -39,7 +42,7 @@ SHAPES = {"W1": (H, D), "W2": (H,), "cache_W1": (H, D), "cache_W2": (H,)}
 POLICY_SHAPES = {"W1": (H, D), "W2": (H,)}
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UsageError, ValueError):
     """A checkpoint could not be used; the message names the file and the problem."""
 
 
@@ -55,8 +58,7 @@ class Checkpoint:
         steps: env steps played.
         running_reward: the running mean of episode rewards (``None`` before any).
         best_running_reward: its best value after any update so far.
-        seed: the run's seed.
-        settings: batch size, env id, learning rate, decay rate.
+        config: the run's settings, its seed included.
     """
 
     weights: dict[str, np.ndarray]
@@ -66,8 +68,7 @@ class Checkpoint:
     steps: int
     running_reward: float | None
     best_running_reward: float | None
-    seed: int
-    settings: dict[str, object]
+    config: Config
 
 
 def save(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
@@ -95,8 +96,8 @@ def _meta(checkpoint: Checkpoint, format: str) -> dict[str, object]:
         "steps": checkpoint.steps,
         "running_reward": checkpoint.running_reward,
         "best_running_reward": checkpoint.best_running_reward,
-        "seed": checkpoint.seed,
-        "settings": checkpoint.settings,
+        "seed": checkpoint.config.seed,
+        "settings": {k: v for k, v in dataclasses.asdict(checkpoint.config).items() if k != "seed"},
     }
 
 
@@ -186,11 +187,12 @@ def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
             steps=int(meta["steps"]),
             running_reward=_optional_float(meta["running_reward"]),
             best_running_reward=_optional_float(meta["best_running_reward"]),
-            seed=int(meta["seed"]),
-            settings=dict(meta["settings"]),
+            config=Config.from_dict({**meta["settings"], "seed": meta["seed"]}),
         )
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"{path}: damaged checkpoint metadata ({e!r})") from None
+    except KeyError as e:
+        raise CheckpointError(f"{path}: damaged checkpoint metadata (no {e} in it)") from None
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: damaged checkpoint metadata ({e})") from None
 
 
 def _optional_float(value: object) -> float | None:

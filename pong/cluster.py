@@ -17,6 +17,8 @@ from collections.abc import Iterator
 
 import ray
 
+from pong.errors import PongError
+
 __all__ = ["ClusterError", "cluster_summary", "connect", "local_ray_settings", "resolve_address"]
 
 PROBE_TIMEOUT_S = 10.0  # TCP connect to the head node
@@ -27,8 +29,8 @@ TOKEN_HELP = (
 )
 
 
-class ClusterError(RuntimeError):
-    """Ray could not be started or joined; the message is one line for the user."""
+class ClusterError(PongError):
+    """Ray could not be started or joined."""
 
 
 def resolve_address(flag: str | None) -> str | None:

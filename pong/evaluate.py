@@ -8,11 +8,14 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-from pong.env import make_env
+from pong.checkpoint import CheckpointError, load
+from pong.config import Watch, fresh_seed
+from pong.env import check_env, make_env
+from pong.errors import UsageError
 from pong.model import Model
 from pong.rollout import rollout
 
-__all__ = ["FrameRecorder", "play_games", "write_gif"]
+__all__ = ["FrameRecorder", "play_games", "watch", "write_gif"]
 
 FRAME_SECONDS = 4 / 60  # one ALE/Pong-v5 step: 4 frames of the 60 Hz console
 
@@ -77,3 +80,39 @@ def write_gif(path: str | os.PathLike, frames: list[np.ndarray], every: int = 1)
         loop=0,
     )
     return path
+
+
+def watch(options: Watch, env_id: str | None = None, seed: int | None = None) -> None:
+    """``--evaluate``: play games with a saved policy, print each score, maybe record them.
+
+    Raises:
+        UsageError: the policy, the env or the GIF's directory cannot be used.
+    """
+    try:
+        checkpoint = load(options.evaluate, policy=True)
+    except CheckpointError as e:
+        raise UsageError(f"--evaluate: {e}") from None
+    env_id = env_id or checkpoint.config.env
+    try:
+        check_env(env_id)
+    except ValueError as e:
+        raise UsageError(f"--env: {e}") from None
+    if options.record is not None and not options.record.parent.is_dir():
+        raise UsageError(f"--record: no such directory {options.record.parent}")
+    seed = fresh_seed() if seed is None else seed
+    episodes = options.episodes
+    print(
+        f"Playing {episodes} game{'s' * (episodes != 1)} of {env_id} with the policy of"
+        f" {options.evaluate} (update {checkpoint.iteration}), seed {seed}",
+        flush=True,
+    )
+    model = Model.from_weights(checkpoint.weights)
+    scores, frames = play_games(model, env_id, episodes, seed, record=options.record is not None)
+    for game, (won, lost, steps) in enumerate(scores, start=1):
+        print(f"Game {game}: {'won' if won > lost else 'lost'} {won}-{lost} in {steps} steps")
+    mean = sum(won - lost for won, lost, _ in scores) / len(scores)
+    wins = sum(won > lost for won, lost, _ in scores)
+    print(f"Mean score {mean:+.2f} over {len(scores)} games; won {wins}", flush=True)
+    if options.record is not None:
+        write_gif(options.record, frames)
+        print(f"Recorded {len(frames)} frames to {options.record}", flush=True)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from pong.checkpoint import atomic_open
 
 if TYPE_CHECKING:
-    from pong.train import Trainer, UpdateStats
+    from pong.train import Trainer, Update
 
 __all__ = ["EPISODES", "UPDATES", "MetricsLog", "read_rows", "summarize"]
 
@@ -64,32 +64,32 @@ class MetricsLog:
             self._files.append(f)
             self._writers[name] = (writer, f)
 
-    def update(self, row: dict[str, object], episodes: list[dict[str, object]]) -> None:
+    def write(self, row: dict[str, object], episodes: list[dict[str, object]]) -> None:
         """One update's row and its episodes' rows, flushed."""
         for name, rows in ((EPISODES, episodes), (UPDATES, [row])):
             writer, f = self._writers[name]
             writer.writerows(rows)
             f.flush()
 
-    def record(self, stats: UpdateStats, trainer: Trainer) -> None:
-        """The rows of the update ``trainer`` just made (``stats``), flushed."""
-        first_episode = trainer.episodes - stats.rollouts + 1
+    def record(self, update: Update, trainer: Trainer) -> None:
+        """The rows of the update ``trainer`` just made, flushed."""
+        first_episode = trainer.episodes - update.rollouts + 1
         row = {
-            "update": stats.iteration,
+            "update": update.iteration,
             "episodes": trainer.episodes,
             "steps": trainer.steps,
-            "seconds": round(stats.seconds, 4),
-            "steps_per_s": round(stats.steps_per_second, 1),
+            "seconds": round(update.seconds, 4),
+            "steps_per_s": round(update.steps_per_second, 1),
             "running_reward": trainer.running_reward,
-            "reward_mean": sum(stats.rewards) / len(stats.rewards),
-            "reward_min": min(stats.rewards),
-            "reward_max": max(stats.rewards),
+            "reward_mean": sum(update.rewards) / len(update.rewards),
+            "reward_min": min(update.rewards),
+            "reward_max": max(update.rewards),
         }
         episodes = [
-            {"episode": first_episode + i, "update": stats.iteration, "reward": r, "steps": n}
-            for i, (r, n) in enumerate(zip(stats.rewards, stats.episode_steps, strict=True))
+            {"episode": first_episode + i, "update": update.iteration, "reward": r, "steps": n}
+            for i, (r, n) in enumerate(zip(update.rewards, update.episode_steps, strict=True))
         ]
-        self.update(row, episodes)
+        self.write(row, episodes)
 
     def close(self) -> None:
         for f in self._files:

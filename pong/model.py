@@ -7,7 +7,8 @@ Vocabulary, kept from Karpathy's 2016 program so the two read side by side:
 - ``aprob``: probability of action 2 (paddle up) for one input ``x``.
 - ``epx`` (T, D), ``eph`` (T, H), ``epdlogp`` (T,): one episode's inputs,
   hidden states and advantage-scaled gradients of the log-probability.
-- ``learning_rate``, ``decay_rate``: the RMSProp step size and cache decay.
+- ``learning_rate``, ``decay_rate``: the RMSProp step size and cache decay
+  (their defaults are in ``pong.config.Config``).
 
 Two ways to compute the same numbers. The dense methods (``policy_forward``,
 ``policy_backward``) are the 2016 formulas, kept as the reference. The sparse
@@ -30,8 +31,6 @@ __all__ = [
     "H",
     "Model",
     "SparseGrad",
-    "decay_rate",
-    "learning_rate",
     "zeros_like_weights",
 ]
 
@@ -39,8 +38,6 @@ BACKWARD_CHUNK = 64  # steps per block of the sparse backward pass (fastest here
 
 H = 200  # number of hidden-layer neurons
 D = 80 * 80  # input dimensionality: an 80 x 80 difference frame
-learning_rate = 1e-4  # RMSProp step size
-decay_rate = 0.99  # decay factor of RMSProp's running mean of squared gradients
 rmsprop_eps = 1e-5  # keeps the RMSProp division finite where the cache is 0
 
 
@@ -239,17 +236,16 @@ class Model:
         self,
         grad_buffer: dict[str, np.ndarray],
         rmsprop_cache: dict[str, np.ndarray],
-        lr: float = learning_rate,
-        decay: float = decay_rate,
+        learning_rate: float,
+        decay_rate: float,
     ) -> None:
         """One RMSProp step of gradient ASCENT, in place on weights and cache.
 
-        ``cache = decay * cache + (1 - decay) * g**2``;
-        ``W += lr * g / (sqrt(cache) + 1e-5)``.
+        ``cache = decay_rate * cache + (1 - decay_rate) * g**2``;
+        ``W += learning_rate * g / (sqrt(cache) + 1e-5)``.
 
         Computed as those two lines are, operation for operation, but into 3 new
-        arrays rather than 9: on the 10 MB ``W1`` each new array costs the
-        driver fresh memory, and the workers wait for the update.
+        arrays rather than 9: the workers wait while the driver does this.
 
         Raises:
             FloatingPointError: if any gradient entry is NaN or infinite; then
@@ -260,13 +256,13 @@ class Model:
                 raise FloatingPointError(f"refusing a non-finite gradient for {k}")
         for k, w in self.weights.items():
             g = grad_buffer[k]
-            cache = decay * rmsprop_cache[k]  # new cache (the old one may be referenced)
+            cache = decay_rate * rmsprop_cache[k]  # new cache (the old one may be referenced)
             scratch = g * g  # g**2
-            scratch *= 1 - decay
+            scratch *= 1 - decay_rate
             cache += scratch
             np.sqrt(cache, out=scratch)
             scratch += rmsprop_eps
-            step = lr * g  # new weights (the old ones may be referenced)
+            step = learning_rate * g  # new weights (the old ones may be referenced)
             step /= scratch
             step += w
             rmsprop_cache[k], self.weights[k] = cache, step

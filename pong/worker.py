@@ -42,10 +42,8 @@ class Turn(NamedTuple):
 def wait_turn(turn: Turn | None) -> None:
     """Block until ``turn`` comes (at once for ``None``); the results stay where they are.
 
-    The wait is inside the call rather than between calls because it is cheaper:
-    an actor with no call to run wakes every 10 ms (Ray checks for signals),
-    taking a running game off its core each time; measured here, an idle actor
-    used 0.6% of a core and one blocked in ``ray.wait`` 0.1%.
+    Waiting inside the call, not idle between calls: an idle actor wakes often
+    to check for signals, taking a running game off its core each time.
     """
     if turn is not None:
         ray.wait(turn.ahead, num_returns=turn.count, fetch_local=False)

@@ -1,4 +1,4 @@
-"""Helpers shared by the tests that run ``driver.py`` as a user would."""
+"""Helpers shared by the tests: running ``driver.py`` as a user would, stand-in workers."""
 
 from __future__ import annotations
 
@@ -7,6 +7,12 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import ray
+
+from pong.config import Config
+from pong.schedule import Games
+from pong.train import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,3 +40,15 @@ def run_driver(args: list[str], env: dict[str, str], timeout: float = 240):
         text=True,
         timeout=timeout,
     )
+
+
+# A one-game trainer on the toy env, quick to start.
+TOY = Config(batch_size=1, env="PongToy/Catch-v0", seed=0)
+
+
+def with_workers(trainer: Trainer, workers: list) -> Trainer:
+    """``trainer`` with its RolloutWorkers swapped for stand-ins."""
+    for actor in trainer.games.actors:
+        ray.kill(actor)
+    trainer.games = Games(workers)
+    return trainer

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 
 from pong import checkpoint as ckpt
 from pong.checkpoint import FILENAME, Checkpoint, CheckpointError, load, save
+from pong.config import Config
 from pong.model import D, H, Model, zeros_like_weights
 
 
@@ -24,13 +26,7 @@ def make_checkpoint(seed: int = 0) -> Checkpoint:
         steps=71234,
         running_reward=-20.4321,
         best_running_reward=-20.1,
-        seed=seed,
-        settings={
-            "batch_size": 10,
-            "env": "ALE/Pong-v5",
-            "learning_rate": 1e-4,
-            "decay_rate": 0.99,
-        },
+        config=Config(seed=seed),
     )
 
 
@@ -48,8 +44,7 @@ def test_round_trip_is_exact(tmp_path) -> None:
         "steps",
         "running_reward",
         "best_running_reward",
-        "seed",
-        "settings",
+        "config",
     ):
         assert getattr(loaded, field) == getattr(original, field), field
 
@@ -158,6 +153,38 @@ def test_bad_checkpoints_raise_one_line_naming_the_file(tmp_path, kind, message)
     assert str(tmp_path) in text and "\n" not in text
 
 
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"settings": {}}, "batch_size: missing"),
+        ({"settings": {"batch_size": "2"}}, "batch_size: expected int, got '2'"),
+        ({"settings": {"batch_size": 0}}, "batch_size: expected a positive integer, got '0'"),
+        ({"settings": {"batch_size": 2.5}}, "batch_size: expected a positive integer"),
+        ({"settings": {"decay_rate": 1.5}}, "decay_rate: expected a number below 1"),
+        ({"seed": -1}, "seed: expected a non-negative integer, got '-1'"),
+        ({"seed": None}, "seed: expected a non-negative integer, got 'None'"),
+        ({"settings": {"env": 5}}, "env: expected str, got 5"),
+        ({"settings": [1]}, "'list' object is not a mapping"),
+        ({"iteration": "many"}, "damaged checkpoint metadata"),
+    ],
+)
+def test_hand_edited_settings_are_refused_naming_the_setting(tmp_path, edit, message) -> None:
+    path = tmp_path / FILENAME
+    save(path, make_checkpoint())
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    meta = json.loads(str(arrays.pop("meta")))
+    for key, value in edit.items():
+        if isinstance(value, dict) and value:
+            meta[key] = {**meta[key], **value}
+        else:
+            meta[key] = value
+    _write_npz(path, **arrays, meta=np.array(json.dumps(meta)))
+    with pytest.raises(CheckpointError, match=re.escape(message)) as info:
+        load(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
 def test_policy_file_is_small_float32_weights_that_play_like_the_originals(tmp_path) -> None:
     original = make_checkpoint(seed=3)
     ckpt.save_policy(tmp_path / "policy.npz", original)
@@ -167,7 +194,7 @@ def test_policy_file_is_small_float32_weights_that_play_like_the_originals(tmp_p
         assert data["W1"].dtype == np.float32
     policy = load(tmp_path / "policy.npz", policy=True)
     assert policy.rmsprop_cache is None
-    assert (policy.iteration, policy.episodes, policy.settings) == (7, 70, original.settings)
+    assert (policy.iteration, policy.episodes, policy.config) == (7, 70, original.config)
     for k in ("W1", "W2"):
         assert policy.weights[k].dtype == np.float64
         rounded = original.weights[k].astype(np.float32).astype(np.float64)

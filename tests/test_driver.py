@@ -124,7 +124,7 @@ def test_two_updates_then_resume_one_more(tmp_path) -> None:
     assert lines[-1].startswith("Done: 2 updates (2 in this run), 4 episodes")
     assert "Traceback" not in proc.stderr
     saved = load(run)
-    assert (saved.iteration, saved.episodes, saved.settings["batch_size"]) == (2, 4, 2)
+    assert (saved.iteration, saved.episodes, saved.config.batch_size) == (2, 4, 2)
 
     # A run killed after an update it never checkpointed leaves that update's rows behind.
     with open(run / "updates.csv", "a") as f:

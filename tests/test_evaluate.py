@@ -6,6 +6,7 @@ from PIL import Image, ImageSequence
 
 import driver
 from pong.checkpoint import FILENAME, Checkpoint, save, save_policy
+from pong.config import Config
 from pong.evaluate import play_games, write_gif
 from pong.model import Model, zeros_like_weights
 
@@ -44,8 +45,7 @@ def test_driver_evaluate_prints_scores_and_records(tmp_path, capsys) -> None:
             50_000,
             -20.0,
             -19.5,
-            2,
-            {"env": "ALE/Pong-v5"},
+            Config(seed=2),
         ),
     )
     gif = tmp_path / "game.gif"
@@ -61,7 +61,14 @@ def test_driver_evaluate_prints_scores_and_records(tmp_path, capsys) -> None:
 def test_a_policy_file_plays_the_same_games_as_its_checkpoint(tmp_path, capsys) -> None:
     model = Model(seed=4)
     checkpoint = Checkpoint(
-        model.weights, zeros_like_weights(model.weights), 9, 90, 90_000, -20.0, -19.5, 4, {}
+        model.weights,
+        zeros_like_weights(model.weights),
+        9,
+        90,
+        90_000,
+        -20.0,
+        -19.5,
+        Config(seed=4),
     )
     save(tmp_path / FILENAME, checkpoint)
     save_policy(tmp_path / "policy.npz", checkpoint)

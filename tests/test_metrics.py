@@ -33,14 +33,14 @@ def _read(path) -> list[dict[str, str]]:
 
 def test_rows_are_flushed_as_written_and_appended_on_reopen(tmp_path) -> None:
     log = MetricsLog(tmp_path)
-    log.update(_row(1), _episodes(1))
+    log.write(_row(1), _episodes(1))
     # Visible before close: a crash after this loses nothing.
     assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1"]
     assert [r["episode"] for r in _read(tmp_path / EPISODES)] == ["1", "2"]
     log.close()
 
     log = MetricsLog(tmp_path)  # a resumed run
-    log.update(_row(2), _episodes(2))
+    log.write(_row(2), _episodes(2))
     log.close()
     text = (tmp_path / UPDATES).read_text()
     assert text.count("update,episodes") == 1  # one header
@@ -54,13 +54,13 @@ def test_resuming_drops_rows_of_updates_after_the_checkpoint(tmp_path) -> None:
     # again on resume: its first row must go, so each update keeps one row.
     log = MetricsLog(tmp_path)
     for update in (1, 2, 3):
-        log.update(_row(update), _episodes(update))
+        log.write(_row(update), _episodes(update))
     log.close()
 
     log = MetricsLog(tmp_path, after=2)
     assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2"]
     assert [r["episode"] for r in _read(tmp_path / EPISODES)] == ["1", "2", "3", "4"]
-    log.update(_row(3), _episodes(3))
+    log.write(_row(3), _episodes(3))
     log.close()
     assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2", "3"]
     assert [r["update"] for r in _read(tmp_path / EPISODES)] == ["1", "1", "2", "2", "3", "3"]
@@ -71,7 +71,7 @@ def test_summary_counts_time_and_milestones_from_the_rows(tmp_path, capsys) -> N
     log = MetricsLog(tmp_path)
     for update, running, seconds in ((1, -20.5, 1800.0), (2, -12.0, 3600.0), (3, -4.0, 1800.0)):
         row = _row(update) | {"running_reward": running, "seconds": seconds}
-        log.update(row, _episodes(update))
+        log.write(row, _episodes(update))
     log.close()
     assert main([str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines() == [

@@ -10,7 +10,7 @@ from tests.test_metrics import _episodes, _row
 def test_plot_writes_a_png_of_the_run(tmp_path) -> None:
     log = MetricsLog(tmp_path)
     for update in range(1, 6):
-        log.update(_row(update), _episodes(update))
+        log.write(_row(update), _episodes(update))
     log.close()
     out = plot.plot_run(tmp_path)
     assert out == tmp_path / "learning_curve.png"

@@ -1,0 +1,210 @@
+"""Every setting of the driver in one place: each default and its meaning, stated once.
+
+``Config`` is what a run is, kept for its life: the flags fill it, the
+``Trainer`` reads it, the checkpoint stores it and ``--resume`` restores it.
+``Options`` is what one invocation does with its run, and ``Watch`` what
+``--evaluate`` plays. Each field is also a flag (``batch_size`` is
+``--batch-size``), parsed by the same function that checks a value read back
+from a checkpoint.
+
+Example:
+    >>> Config().batch_size, Config(batch_size=2).learning_rate
+    (10, 0.0001)
+    >>> Config.from_dict({"batch_size": 0, "env": "ALE/Pong-v5", "seed": 1,
+    ...                   "learning_rate": 1e-4, "decay_rate": 0.99})
+    Traceback (most recent call last):
+    ...
+    ValueError: batch_size: expected a positive integer, got '0'
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Config", "Options", "Watch", "add_flags", "fill", "fresh_seed"]
+
+
+def positive_int(text: str) -> int:
+    """A count such as a batch size: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """A seed: an integer of at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A step size: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def below_one(text: str) -> float:
+    """A decay factor: a number above 0 and below 1."""
+    value = positive_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"expected a number below 1, got {text!r}")
+    return value
+
+
+def setting(default: Any, parse: Callable[[str], Any], metavar: str, help: str, *flags: str) -> Any:
+    """A field that is also a flag: its default, how its text is parsed, what it means."""
+    return field(
+        default=default, metadata={"parse": parse, "metavar": metavar, "help": help, "flags": flags}
+    )
+
+
+@dataclass(frozen=True)
+class Config:
+    """What a run is: fixed for its life, stored in its checkpoint."""
+
+    batch_size: int = setting(
+        10, positive_int, "N", "episodes per update; also the number of RolloutWorker actors"
+    )
+    env: str = setting(
+        "ALE/Pong-v5",
+        str,
+        "ID",
+        "Gymnasium env id; Pong-v0 is the 2016 program's,"
+        " PongToy/Catch-v0 a toy that is learned in seconds",
+    )
+    seed: int | None = setting(
+        None,
+        non_negative_int,
+        "N",
+        "seeds the weights, every env reset and every action draw"
+        " (default: random, printed at start)",
+    )
+    learning_rate: float = setting(1e-4, positive_float, "LR", "RMSProp step size")
+    decay_rate: float = setting(
+        0.99, below_one, "RATE", "RMSProp decay of the running mean of squared gradients"
+    )
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Config:
+        """The config stored as ``dataclasses.asdict``, each value checked as its flag is.
+
+        Raises:
+            ValueError: a missing setting, or a value of the wrong type or range.
+        """
+        if not isinstance(values, dict):
+            raise ValueError(f"settings must be a mapping, got {values!r}")
+        checked = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in values:
+                raise ValueError(f"{f.name}: missing")
+            value = values[f.name]
+            try:
+                checked[f.name] = f.metadata["parse"](str(value))
+            except argparse.ArgumentTypeError as e:
+                raise ValueError(f"{f.name}: {e}") from None
+            if checked[f.name] != value or isinstance(value, bool):  # "2" is not 2
+                kind = type(checked[f.name]).__name__
+                raise ValueError(f"{f.name}: expected {kind}, got {value!r}")
+        return cls(**checked)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What one invocation of the driver does with its run; not stored."""
+
+    iterations: int | None = setting(
+        None, positive_int, "N", "updates to run (default: until Ctrl-C or SIGTERM)"
+    )
+    address: str | None = setting(
+        None,
+        str,
+        "HOST:PORT",
+        "join the Ray cluster whose head is at HOST:PORT (RAY_ADDRESS"
+        " is honoured too; default: start a local Ray)",
+        "--redis-address",
+        "--address",
+    )
+    num_cpus: int | None = setting(
+        None, positive_int, "N", "CPUs of the local Ray (default: all); not with a cluster address"
+    )
+    run_dir: Path | None = setting(
+        None, Path, "DIR", "where the checkpoint and metrics go (default: runs/ and the start time)"
+    )
+    checkpoint_every: int = setting(
+        10, positive_int, "N", "save a checkpoint every N updates (and always at the end)"
+    )
+    resume: Path | None = setting(
+        None,
+        Path,
+        "PATH",
+        "continue the run saved in PATH (its checkpoint.npz or its directory) with its settings",
+    )
+
+
+@dataclass(frozen=True)
+class Watch:
+    """``--evaluate``: play games with a saved policy, in this process, without Ray."""
+
+    evaluate: Path | None = setting(
+        None,
+        Path,
+        "CHECKPOINT",
+        "play games with the policy saved in CHECKPOINT (a"
+        " checkpoint.npz, its run directory, or a policy file such as results/pong-v5/policy.npz)"
+        " and print each score",
+    )
+    episodes: int = setting(1, positive_int, "N", "games to play")
+    record: Path | None = setting(None, Path, "FILE.gif", "also write the games as an animated GIF")
+
+
+def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type) -> None:
+    """A flag for each field of ``cls``; an absent flag parses as ``None`` (see ``fill``)."""
+    for f in dataclasses.fields(cls):
+        help = f.metadata["help"]
+        if "(default:" not in help and f.default is not None:
+            help += f" (default: {f.default})"
+        parser.add_argument(
+            *(f.metadata["flags"] or ["--" + f.name.replace("_", "-")]),
+            dest=f.name,
+            type=f.metadata["parse"],
+            metavar=f.metadata["metavar"],
+            default=None,
+            help=help,
+        )
+
+
+def given(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """The flags of ``cls``'s fields that were given on the command line."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def fill(args: argparse.Namespace, cls: type) -> Any:
+    """``cls`` from the given flags, with its defaults for the rest."""
+    return cls(**given(args, cls))
+
+
+def fresh_seed() -> int:
+    """A random seed for a run that was given none (printed, so the run can be repeated)."""
+    return int(np.random.SeedSequence().generate_state(1)[0])

@@ -1,0 +1,86 @@
+"""Run: a run directory's checkpoint and metrics; signals_stop (no Ray: a stand-in trainer)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from types import SimpleNamespace
+
+import pytest
+
+from pong.checkpoint import FILENAME, Checkpoint, load, save
+from pong.config import Config
+from pong.errors import UsageError
+from pong.model import Model, zeros_like_weights
+from pong.run import Run, signals_stop
+
+
+class StandInTrainer:
+    """What Run reads of a Trainer: counters, the running mean and ``checkpoint()``."""
+
+    def __init__(self, config: Config) -> None:
+        self.config, self.model = config, Model(seed=0)
+        self.iteration = self.episodes = self.steps = 0
+        self.running_reward = None
+
+    def play(self) -> SimpleNamespace:
+        """One made-up update of two games."""
+        self.iteration += 1
+        self.episodes += 2
+        self.steps += 200
+        self.running_reward = -21.0
+        return SimpleNamespace(
+            iteration=self.iteration, rollouts=2, seconds=1.0, steps_per_second=200.0,
+            rewards=[-21.0, -21.0], episode_steps=[100, 100],
+        )  # fmt: skip
+
+    def checkpoint(self) -> Checkpoint:
+        cache = zeros_like_weights(self.model.weights)
+        return Checkpoint(
+            self.model.weights, cache, self.iteration, self.episodes, self.steps,
+            self.running_reward, self.running_reward, self.config,
+        )  # fmt: skip
+
+
+def test_a_new_run_gets_a_seed_and_refuses_a_directory_that_holds_a_run(tmp_path) -> None:
+    run = Run.start(tmp_path / "a", Config(), checkpoint_every=10)
+    assert run.config.seed is not None and run.saved is None
+    save(tmp_path / FILENAME, StandInTrainer(Config(seed=1)).checkpoint())
+    with pytest.raises(UsageError, match="already holds a run; continue it with --resume"):
+        Run.start(tmp_path, Config(), checkpoint_every=10)
+
+
+def test_checkpoints_come_every_n_updates_and_at_close(tmp_path) -> None:
+    run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=2)
+    trainer = StandInTrainer(run.config)
+    run.open()
+    saved = []
+    for _ in range(3):
+        run.record(trainer.play(), trainer)
+        path = run.checkpoint_path
+        saved.append(load(path).iteration if path.exists() else None)
+    assert saved == [None, 2, 2]
+    run.close(trainer)
+    assert load(run.checkpoint_path).iteration == 3
+    assert len((run.directory / "updates.csv").read_text().splitlines()) == 1 + 3
+
+
+def test_resume_keeps_the_run_s_settings_and_refuses_contradicting_flags(tmp_path) -> None:
+    config = Config(batch_size=2, seed=4)
+    save(tmp_path / FILENAME, StandInTrainer(config).checkpoint())
+    run = Run.resume(tmp_path / FILENAME, {"batch_size": 2}, checkpoint_every=10)
+    assert (run.config, run.directory, run.saved.iteration) == (config, tmp_path, 0)
+    with pytest.raises(UsageError, match="--batch-size=3 differs from the resumed run's 2"):
+        Run.resume(tmp_path, {"batch_size": 3}, checkpoint_every=10)
+    with pytest.raises(UsageError, match="--resume: .*no such checkpoint file"):
+        Run.resume(tmp_path / "nowhere", {}, checkpoint_every=10)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signals_stop_raises_keyboard_interrupt_and_restores_the_handlers(sig) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), signals_stop() as received:
+        os.kill(os.getpid(), sig)
+        signal.sigtimedwait([], 0)  # give the handler its chance in the main thread
+    assert received == [sig]
+    assert signal.getsignal(signal.SIGTERM) is before
