@@ -78,8 +78,8 @@ def prepare(args: argparse.Namespace) -> Run:
     return run
 
 
-def train(run: Run, iterations: int | None, where: str) -> None:
-    """Start the workers, then update until ``iterations`` (or forever), one line each."""
+def announce(run: Run, iterations: int | None, where: str) -> None:
+    """The first lines: where the run trains, with what settings, where its files go."""
     config = run.config
     until = f"{iterations} update{'s' * (iterations != 1)}" if iterations else "until Ctrl-C"
     print(
@@ -93,13 +93,17 @@ def train(run: Run, iterations: int | None, where: str) -> None:
         f" metrics in updates.csv and episodes.csv){resumed}",
         flush=True,
     )
+
+
+def train(run: Run, iterations: int | None) -> None:
+    """Start the workers, then update until ``iterations`` (or forever), one line each."""
     trainer, first = None, run.saved_at
     run.open()
     try:
-        trainer = Trainer(config, run.saved)
+        trainer = Trainer(run.config, run.saved)
         counts = list(trainer.games.placement().values())
         print(
-            f"Started {config.batch_size} RolloutWorker actors on {len(counts)}"
+            f"Started {run.config.batch_size} RolloutWorker actors on {len(counts)}"
             f" node{'s' * (len(counts) != 1)} ({' + '.join(map(str, counts))})",
             flush=True,
         )
@@ -145,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         address = resolve_address(args.address)
         connect(address, args.num_cpus)
         with signals_stop() as received:
-            train(run, args.iterations, cluster_summary(address))
+            announce(run, args.iterations, cluster_summary(address))
+            train(run, args.iterations)
     except PongError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return e.exit_code

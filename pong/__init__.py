@@ -8,17 +8,21 @@ The pieces, in the order the data flows:
   as the 2016 program did; ``episode_gradient``: its gradient (``pong.rollout``).
 - ``process_rewards``: discounted returns with the per-point reset (``pong.rewards``).
 - ``RolloutWorker``: the Ray actor that owns an env and returns gradients (``pong.worker``).
+- ``Trainer``: the driver's side, one update per ``step`` (``pong.train``), with
+  its settings in ``pong.config.Config``.
 """
 
 from pong.model import Model
 from pong.preprocess import preprocess
 from pong.rewards import process_rewards
 from pong.rollout import episode_gradient, rollout, rollout_dense
+from pong.train import Trainer
 from pong.worker import RolloutWorker
 
 __all__ = [
     "Model",
     "RolloutWorker",
+    "Trainer",
     "episode_gradient",
     "preprocess",
     "process_rewards",

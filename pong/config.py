@@ -31,26 +31,25 @@ import numpy as np
 __all__ = ["Config", "Options", "Watch", "add_flags", "fill", "fresh_seed"]
 
 
-def positive_int(text: str) -> int:
-    """A count such as a batch size: an integer of at least 1."""
+def integer(text: str, least: int, what: str) -> int:
+    """``text`` as an integer of at least ``least``; else an error saying ``what`` it must be."""
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        value = least - 1
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """A count such as a batch size: an integer of at least 1."""
+    return integer(text, 1, "a positive integer")
 
 
 def non_negative_int(text: str) -> int:
     """A seed: an integer of at least 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
+    return integer(text, 0, "a non-negative integer")
 
 
 def positive_float(text: str) -> float:

@@ -38,20 +38,12 @@ def process_rewards(r: np.ndarray, gamma: float = gamma) -> np.ndarray:
 
 
 def advantages(r: np.ndarray, gamma: float = gamma) -> tuple[np.ndarray, str | None]:
-    """Standardised discounted returns: the per-step advantage of one episode.
+    """Standardised discounted returns of one episode's (T,) rewards: its advantages.
 
-    The 2016 program divides by the standard deviation unconditionally, which
-    turns an episode whose returns are all equal (for example one truncated
-    before any point was scored) into NaN weights. Here such an episode gets
-    zero advantages, so it contributes a zero gradient, and a note says so.
-
-    Args:
-        r: (T,) rewards of one episode.
-        gamma: discount factor.
-
-    Returns:
-        ``(adv, note)``: (T,) float64 advantages with mean 0 and standard
-        deviation 1, and ``None``; or zeros and a one-line note saying why.
+    Returns ``(adv, note)``: (T,) float64 with mean 0 and standard deviation
+    1, and ``None``. Where the returns are all equal (a game cut short before
+    any point) the 2016 program divided by zero into NaN weights; here the
+    advantages are zeros and the note says why.
 
     Example:
         >>> adv, note = advantages(np.array([0.0, 1.0]), gamma=0.5)

@@ -90,22 +90,15 @@ class SparseEpisode(NamedTuple):
 def rollout(
     model: Model, env: gym.Env, rng: np.random.Generator, seed: int | None = None
 ) -> SparseEpisode:
-    """Play one episode (one game, until terminated or truncated) with ``model``.
+    """Play one game with ``model`` (until terminated or truncated); store it sparsely.
 
-    Args:
-        model: the policy.
-        env: a Pong env (see ``pong.env.make_env``).
-        rng: source of the action-sampling draws, one ``rng.random()`` per step.
-        seed: passed to ``env.reset``; ``None`` continues the env's own stream.
-
-    Returns:
-        The ``SparseEpisode``: the same game ``rollout_dense`` plays from the same
-        state, stored in about 125 bytes a step.
+    ``rng`` draws one ``rng.random()`` per step for the action; ``seed`` goes
+    to ``env.reset`` (``None`` continues the env's own stream). Returns the
+    same game ``rollout_dense`` plays from the same state.
     """
     frames = frames_for(env)  # on Atari: read straight from the emulator, same frames
     frames.reset(seed=seed)
-    # The policy sees the difference of consecutive frames: at the first step
-    # none (a zero input), later the pixels that changed.
+    # The policy sees the difference of consecutive frames: none at the first step.
     idx, arrived = np.empty(0, np.intp), np.empty(0, bool)
     # Growing typed buffers: no Python object per step.
     offsets, indices, values, active = array("q", [0]), array("H"), array("b"), array("B")

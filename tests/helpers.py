@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import ray
@@ -28,6 +32,37 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop_processes_of(temp_dir: Path, seconds: float = 15) -> None:
+    """End the Ray processes started with ``--temp-dir=temp_dir`` and all their children.
+
+    Only those: ``ray stop`` would end every Ray on the machine, someone else's too.
+    """
+    parents = {}  # pid -> parent pid
+    ours = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+            if str(temp_dir).encode() in cmdline:
+                ours.add(int(entry.name))
+    while True:  # the children (workers) of those, and theirs
+        children = {pid for pid, parent in parents.items() if parent in ours} - ours
+        if not children:
+            break
+        ours |= children
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in ours:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in ours):
+            time.sleep(0.2)
 
 
 def run_driver(args: list[str], env: dict[str, str], timeout: float = 240):

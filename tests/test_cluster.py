@@ -9,12 +9,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import BATCH_LINE, free_port, run_driver
+from tests.helpers import BATCH_LINE, free_port, run_driver, stop_processes_of
 
 pytestmark = [pytest.mark.ray, pytest.mark.ale, pytest.mark.cluster]
 
@@ -27,8 +28,13 @@ def _ray(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """Head and one worker node, 1 CPU each; token authentication on; stopped afterwards."""
+    """Head and one worker node, 1 CPU each; token authentication on; stopped afterwards.
+
+    Its processes keep their files in a temporary directory of its own, by
+    which they are found and stopped: no other Ray on the machine is touched.
+    """
     tmp = tmp_path_factory.mktemp("cluster")
+    temp_dir = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths
     token = tmp / "auth_token"
     token.write_text(secrets.token_hex(32))
     base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
@@ -49,12 +55,20 @@ def cluster(tmp_path_factory):
                 "--node-ip-address=127.0.0.1",
                 "--num-cpus=1",
                 "--include-dashboard=false",
+                f"--temp-dir={temp_dir}",
             ],
             env,
         )
         assert head.returncode == 0, head.stderr
         node = _ray(
-            ["start", f"--address={address}", "--node-ip-address=127.0.0.1", "--num-cpus=1"], env
+            [
+                "start",
+                f"--address={address}",
+                "--node-ip-address=127.0.0.1",
+                "--num-cpus=1",
+                f"--temp-dir={temp_dir}",
+            ],
+            env,
         )
         assert node.returncode == 0, node.stderr
         deadline = time.monotonic() + 60
@@ -65,13 +79,14 @@ def cluster(tmp_path_factory):
             time.sleep(1)
         else:
             pytest.fail(f"the second node never joined:\n{status}")
-        yield address, env, base
+        yield address, env, base, temp_dir
     finally:
-        _ray(["stop", "--force"], env)
+        stop_processes_of(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> None:
-    address, env, _ = cluster
+    address, env, *_ = cluster
     proc = run_driver(
         [
             f"--redis-address={address}",
@@ -92,7 +107,7 @@ def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> No
 
 
 def test_a_client_without_the_token_mode_is_told_what_to_set(cluster) -> None:
-    address, _, base = cluster
+    address, _, base, _ = cluster
     start = time.monotonic()
     proc = run_driver([f"--address={address}", "--iterations=1"], base, timeout=120)
     assert time.monotonic() - start < 30
@@ -103,7 +118,7 @@ def test_a_client_without_the_token_mode_is_told_what_to_set(cluster) -> None:
 
 
 def test_a_wrong_token_is_refused_with_one_line(cluster, tmp_path) -> None:
-    address, env, _ = cluster
+    address, env, *_ = cluster
     wrong = tmp_path / "wrong_token"
     wrong.write_text(secrets.token_hex(32))
     proc = run_driver(
@@ -120,7 +135,7 @@ def test_losing_a_node_restarts_its_workers_and_training_goes_on(cluster, tmp_pa
     """Last in this module: it takes the second node down for good."""
     from tests.test_faults import start_driver, wait_for
 
-    address, env, _ = cluster
+    address, env, _, temp_dir = cluster
     out = tmp_path / "out.txt"
     proc = start_driver(
         [
@@ -137,7 +152,9 @@ def test_losing_a_node_restarts_its_workers_and_training_goes_on(cluster, tmp_pa
         [raylet] = [
             pid
             for pid, cmd in _processes()
-            if b"raylet" in cmd.split(b"\0")[0] and b"--head" not in cmd
+            if b"raylet" in cmd.split(b"\0")[0]
+            and b"--head" not in cmd
+            and str(temp_dir).encode() in cmd  # ours, not someone else's
         ]
         os.kill(raylet, signal.SIGKILL)  # the second node is gone, with its workers
         _, err = proc.communicate(timeout=240)
