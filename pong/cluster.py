@@ -49,8 +49,7 @@ def local_ray_settings() -> None:
     - A new Ray starts one worker process per CPU in advance, for tasks. This
       program runs only actors, whose ``runtime_env`` those processes lack, so
       they would sit idle all run, each waking 100 times a second.
-    - Ray's metrics (for a dashboard, which a local run does not start) cost
-      its agent about 0.3% of a 2-core machine.
+    - Ray's metrics feed a dashboard, which a local run does not start.
 
     A user's own ``RAY_prestart_worker_first_driver`` or
     ``RAY_enable_metrics_collection`` wins.

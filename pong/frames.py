@@ -12,7 +12,7 @@ ways to get them, giving the same changes, rewards and game ends:
   wrapped further. It does what ``AtariEnv.step`` does (the same ``ale.act``
   calls with the same frameskip, and sticky actions inside ALE), then reads the
   screen as ALE stores it: one palette index per pixel. That skips converting
-  all 100,800 bytes to RGB (about 17 us of a 220 us step) and the Python of the
+  all 100,800 bytes to RGB (a noticeable part of each step) and the Python of the
   Gymnasium wrappers. A pixel's colour is a fixed function of its palette
   index, so ``binarize``'s test "is the red channel a background colour" is a
   256-entry table over palette indices. The table is filled from the real RGB
