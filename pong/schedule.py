@@ -16,7 +16,7 @@ import time
 import ray
 
 from pong.errors import PongError
-from pong.worker import MAX_RESTARTS, Result, Turn
+from pong.worker import MAX_RESTARTS, Turn
 
 __all__ = ["Games", "WorkerError"]
 
@@ -82,24 +82,16 @@ class Games:
         cpus = self.node_cpus[node]
         return cpus if cpus == math.inf else max(1, int(cpus))
 
-    def result(
-        self, ref: ray.ObjectRef, i: int, model_ref: ray.ObjectRef, pending: dict
-    ) -> Result | None:
-        """Worker ``i``'s game; ``None`` if Ray is restarting the worker and the call went again.
+    def played_on(self, i: int, node: str | None) -> None:
+        """Worker ``i``'s last game ran on ``node``: a restarted worker may have moved."""
+        self.nodes[i] = node or self.nodes[i]
+
+    def resend(self, i: int, error: Exception, model_ref: ray.ObjectRef) -> ray.ObjectRef:
+        """Ask worker ``i`` again once Ray has restarted it; the new call's result.
 
         Raises:
             WorkerError: the worker is gone and Ray will not restart it again.
         """
-        try:
-            result = ray.get(ref)
-        except ray.exceptions.RayActorError as e:
-            self._resend(i, e, model_ref, pending)
-            return None
-        self.nodes[i] = result.node or self.nodes[i]  # a restarted worker may have moved
-        return result
-
-    def _resend(self, i: int, error: Exception, model_ref: ray.ObjectRef, pending: dict) -> None:
-        """Ask worker ``i`` again once Ray has restarted it, or give up on it."""
         unavailable = isinstance(error, ray.exceptions.ActorUnavailableError)
         if not unavailable or self.resent.get(i, 0) >= UNAVAILABLE_RETRIES:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else "no reason"
@@ -114,4 +106,4 @@ class Games:
             )
         self.resent[i] = self.resent.get(i, 0) + 1
         time.sleep(UNAVAILABLE_WAIT_S)
-        pending[self.actors[i].compute_gradient.remote(model_ref)] = i
+        return self.actors[i].compute_gradient.remote(model_ref)

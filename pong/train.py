@@ -114,15 +114,18 @@ class Trainer:
         pending = self.games.start(model_ref)  # each call's result -> its worker's index
         while pending:
             [ready], _ = ray.wait(list(pending))  # take each game as soon as it is done
-            result = self.games.result(ready, pending.pop(ready), model_ref, pending)
-            if result is not None:  # None: its worker is being restarted and was asked again
-                update.add(result, self.grad_buffer)
-        config = self.config
-        self.model.update(
-            self.grad_buffer, self.rmsprop_cache, config.learning_rate, config.decay_rate
-        )
+            i = pending.pop(ready)
+            try:
+                result = ray.get(ready)
+            except ray.exceptions.RayActorError as e:  # its process or node was lost
+                pending[self.games.resend(i, e, model_ref)] = i
+                continue
+            self.games.played_on(i, result.node)
+            update.add(result, self.grad_buffer)
+        lr, decay = self.config.learning_rate, self.config.decay_rate
+        self.model.update(self.grad_buffer, self.rmsprop_cache, lr, decay)  # RMSProp
         update.seconds = time.perf_counter() - start
-        update.messages[:0] = self.games.notes
+        update.messages[:0] = self.games.notes  # a re-sent call's note, if any, comes first
         self._count(update)
         return update
 

@@ -7,7 +7,7 @@ from pong.preprocess import preprocess
 
 
 def reference_preprocess(frame: np.ndarray) -> np.ndarray:
-    """SPEC section 2, pixel by pixel."""
+    """The preprocessing of docs/algorithm.md, pixel by pixel."""
     out = np.zeros(6400)
     for i, row in enumerate(range(35, 195, 2)):
         for j, col in enumerate(range(0, 160, 2)):
