@@ -122,44 +122,50 @@ def train(run: Run, iterations: int | None) -> None:
     finally:
         run.close(trainer)
         if trainer is not None:
-            best = trainer.best_running_reward
-            print(
-                f"Done: {trainer.iteration} updates ({trainer.iteration - first} in this run),"
-                f" {trainer.episodes} episodes, best running mean"
-                f" {'-' if best is None else f'{best:.2f}'}; checkpoint: {run.checkpoint_path}"
-                f" (continue with: {python()} {PROG} --resume {shlex.quote(str(run.directory))})",
-                flush=True,
-            )
+            print(farewell(run, trainer, first), flush=True)
 
 
-def python() -> str:
-    """This Python, as a command to paste: relative when it is inside the current directory."""
-    path = os.path.relpath(sys.executable)
-    return shlex.quote(sys.executable if path.startswith("..") else path)
+def farewell(run: Run, trainer: Trainer, first: int) -> str:
+    """The last line: what the run did and, once it has saved, how to continue it."""
+    n, best = trainer.iteration, trainer.best_running_reward
+    line = (
+        f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.episodes}"
+        f" episodes, best running mean {'-' if best is None else f'{best:.2f}'}"
+    )
+    if not run.checkpoint_path.exists():
+        return f"{line}; no update finished, so nothing was saved"
+    again = f"{pasteable(sys.executable)} {pasteable(__file__)} --resume {pasteable(run.directory)}"
+    return f"{line}; checkpoint: {run.checkpoint_path} (continue with: {again})"
+
+
+def pasteable(path: str | os.PathLike) -> str:
+    """``path`` for a command to paste here: relative inside the current directory."""
+    relative = os.path.relpath(path)
+    return shlex.quote(os.path.abspath(path) if relative.startswith("..") else relative)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    received: list[signal.Signals] = []
-    try:
-        if args.evaluate is not None:
-            watch(fill(args, Watch), args.env, args.seed)
-            return 0
-        run = prepare(args)
-        address = resolve_address(args.address)
-        connect(address, args.num_cpus)
-        with signals_stop() as received:
+    with signals_stop() as received:  # the first SIGINT/SIGTERM stops; later ones wait
+        try:
+            if args.evaluate is not None:
+                watch(fill(args, Watch), args.env, args.seed)
+                return 0
+            run = prepare(args)
+            address = resolve_address(args.address)
+            connect(address, args.num_cpus)
             announce(run, args.iterations, cluster_summary(address))
             train(run, args.iterations)
-    except PongError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        stop = received[0] if received else signal.SIGINT
-        print(f"Interrupted by {stop.name}; shutting down Ray.", file=sys.stderr, flush=True)
-        return 128 + stop.value  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
-    finally:
-        ray.shutdown()  # a no-op when Ray was never started
+        except PongError as e:
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return e.exit_code
+        except KeyboardInterrupt:
+            stop = received[0] if received else signal.SIGINT
+            ending = "; shutting down Ray" if ray.is_initialized() else ""
+            print(f"Interrupted by {stop.name}{ending}.", file=sys.stderr, flush=True)
+            return 128 + stop.value  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
+        finally:
+            ray.shutdown()  # a no-op when Ray was never started
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import socket
 import threading
 from collections.abc import Iterator
@@ -165,6 +166,7 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
         logging.ERROR
     )
+    sigterm = signal.getsignal(signal.SIGTERM)
     try:
         ray.init(
             address=address,
@@ -174,6 +176,8 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
         )
     except (ConnectionError, ValueError, RuntimeError, ray.exceptions.RayError) as e:
         _raise_for(address or "local", e)
+    finally:
+        signal.signal(signal.SIGTERM, sigterm)  # ray.init sets its own; the caller's stays
 
 
 def cluster_summary(address: str | None) -> str:

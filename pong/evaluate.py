@@ -112,7 +112,8 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
         print(f"Game {game}: {'won' if won > lost else 'lost'} {won}-{lost} in {steps} steps")
     mean = sum(won - lost for won, lost, _ in scores) / len(scores)
     wins = sum(won > lost for won, lost, _ in scores)
-    print(f"Mean score {mean:+.2f} over {len(scores)} games; won {wins}", flush=True)
+    games = f"{len(scores)} game{'s' * (len(scores) != 1)}"
+    print(f"Mean score {mean:+.2f} over {games}; won {wins}", flush=True)
     if options.record is not None:
         write_gif(options.record, frames)
         print(f"Recorded {len(frames)} frames to {options.record}", flush=True)

@@ -19,7 +19,7 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pong.export", description=__doc__.splitlines()[0]
+        prog="python -m pong.export", description="Export a run's policy as a small file to share."
     )
     parser.add_argument("checkpoint", type=Path, help="a checkpoint file or a run directory")
     parser.add_argument("output", type=Path, help="the policy file to write (.npz)")

@@ -73,7 +73,7 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pong.plot", description=__doc__.splitlines()[0]
+        prog="python -m pong.plot", description="Draw a run's learning curves as a PNG."
     )
     parser.add_argument("run_dir", type=Path, help="a run directory (holds updates.csv)")
     parser.add_argument(

@@ -101,19 +101,21 @@ class Run:
 
 @contextmanager
 def signals_stop() -> Iterator[list[signal.Signals]]:
-    """SIGINT and SIGTERM both raise ``KeyboardInterrupt``; yields the signals received.
+    """The first SIGINT or SIGTERM raises ``KeyboardInterrupt``; yields the signals received.
 
-    Installed explicitly, and after ``ray.init`` (which sets a SIGTERM handler
-    of its own): a shell starts background jobs with SIGINT ignored. The
-    previous handlers come back on exit.
+    Later ones are only counted, so that an impatient second Ctrl-C cannot cut
+    short the final checkpoint or Ray's shutdown. Installed explicitly: a
+    shell starts background jobs with SIGINT ignored. The previous handlers
+    come back on exit.
     """
     received: list[signal.Signals] = []
 
     def interrupt(signum: int, frame: object) -> None:
         received.append(signal.Signals(signum))
-        # KeyboardInterrupt, not an exception of our own: Ray's blocking calls
-        # turn anything else raised by a signal handler into a SystemError.
-        raise KeyboardInterrupt
+        if len(received) == 1:
+            # KeyboardInterrupt, not an exception of our own: Ray's blocking calls
+            # turn anything else raised by a signal handler into a SystemError.
+            raise KeyboardInterrupt
 
     previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

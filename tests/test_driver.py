@@ -215,3 +215,9 @@ def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, tmp_path) -> Non
     saved = load(run)  # saved on the way out, though 1000 updates were not reached
     assert saved.iteration == done and saved.episodes == done
     assert len(_csv(run / "updates.csv")) == done
+
+
+def test_the_resume_hint_is_a_command_that_works_from_here(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert driver.pasteable(tmp_path / "runs" / "a b") == "'runs/a b'"  # quoted, relative
+    assert driver.pasteable(driver.__file__) == os.path.abspath(driver.__file__)  # outside: whole

@@ -84,3 +84,15 @@ def test_signals_stop_raises_keyboard_interrupt_and_restores_the_handlers(sig) -
         signal.sigtimedwait([], 0)  # give the handler its chance in the main thread
     assert received == [sig]
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_second_signal_is_counted_but_does_not_interrupt_again() -> None:
+    with pytest.raises(KeyboardInterrupt), signals_stop() as received:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.sigtimedwait([], 0)
+        finally:  # the stopping run's last work: a second signal must not cut it short
+            os.kill(os.getpid(), signal.SIGINT)
+            signal.sigtimedwait([], 0)
+            saved = True
+    assert saved and received == [signal.SIGTERM, signal.SIGINT]
