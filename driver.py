@@ -98,7 +98,6 @@ def announce(run: Run, iterations: int | None, where: str) -> None:
 def train(run: Run, iterations: int | None) -> None:
     """Start the workers, then update until ``iterations`` (or forever), one line each."""
     trainer, first = None, run.saved_at
-    run.open()
     try:
         trainer = Trainer(run.config, run.saved)
         counts = list(trainer.games.placement().values())
@@ -152,6 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 watch(fill(args, Watch), args.env, args.seed)
                 return 0
             run = prepare(args)
+            run.open()  # the run directory is ours before Ray starts
             address = resolve_address(args.address)
             connect(address, args.num_cpus)
             announce(run, args.iterations, cluster_summary(address))

@@ -10,20 +10,61 @@ Ctrl-C does.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pong.checkpoint import FILENAME, Checkpoint, CheckpointError, load, save
 from pong.config import Config, fresh_seed
-from pong.errors import UsageError
-from pong.metrics import MetricsLog
+from pong.errors import PongError, UsageError
+from pong.metrics import EPISODES, UPDATES, MetricsLog
 from pong.train import Trainer, Update
 
-__all__ = ["Run", "signals_stop"]
+__all__ = ["Run", "RunFileError", "lock", "signals_stop"]
+
+LOCK = ".lock"  # held by the driver that owns the run directory, for as long as it lives
+
+
+class RunFileError(PongError):
+    """A run's file could not be written (disk full, no permission, ...)."""
+
+
+def lock(directory: Path) -> IO[str]:
+    """An exclusive OS lock on ``directory``, released when this process ends, however.
+
+    Raises:
+        UsageError: another process holds it; the message names that process.
+    """
+    f = open(directory / LOCK, "a+")  # noqa: SIM115 - kept open: the lock lives with it
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "another process"
+        f.close()
+        raise UsageError(
+            f"{directory} is in use by {holder}; one driver per run directory"
+        ) from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"driver.py (pid {os.getpid()} on {socket.gethostname()})\n")
+    f.flush()
+    return f
+
+
+@contextmanager
+def writing(path: Path, lost: str) -> Iterator[None]:
+    """Turn an ``OSError`` while writing ``path`` into one line saying what was ``lost``."""
+    try:
+        yield
+    except OSError as e:
+        raise RunFileError(f"could not write {path}: {e.strerror or e}; {lost}") from None
 
 
 class Run:
@@ -39,6 +80,7 @@ class Run:
         self.checkpoint_path = directory / FILENAME
         self.metrics: MetricsLog | None = None
         self.saved_at = saved.iteration if saved else 0  # the update the checkpoint holds
+        self.lock: IO[str] | None = None
 
     @classmethod
     def start(cls, directory: Path | None, config: Config, checkpoint_every: int) -> Run:
@@ -61,6 +103,11 @@ class Run:
             UsageError: the checkpoint cannot be used, or a flag in ``flags``
                 (settings given on the command line) contradicts its settings.
         """
+        if path.is_file() and path.name != FILENAME:  # a copy: training on would rewind its run
+            raise UsageError(
+                f"--resume: {path} is not its run's {FILENAME}; to start a new run from it, copy"
+                f" it to NEW_DIR/{FILENAME} and --resume NEW_DIR"
+            )
         try:
             saved = load(path)
         except CheckpointError as e:
@@ -75,20 +122,49 @@ class Run:
         return cls(directory, saved.config, saved, checkpoint_every)
 
     def open(self) -> None:
-        """Make the directory and open the metrics (dropping rows the checkpoint lacks)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.metrics = MetricsLog(
-            self.directory, after=self.saved.iteration if self.saved else None
-        )
+        """Own the directory, then open the metrics (dropping rows the checkpoint lacks).
+
+        Raises:
+            UsageError: the directory cannot be made or written, another driver
+                owns it, or it holds files this run must not write over.
+        """
+        if self.directory.exists() and not self.directory.is_dir():
+            raise UsageError(f"run directory {self.directory} is a file, not a directory")
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.lock = lock(self.directory)
+        except OSError as e:
+            raise UsageError(f"run directory {self.directory}: {e.strerror or e}") from None
+        if self.saved is None:
+            self._check_empty()
+        elif load(self.checkpoint_path).iteration != self.saved.iteration:
+            raise UsageError(f"{self.checkpoint_path} changed since it was read; try again")
+        with writing(self.directory / UPDATES, "nothing was trained"):
+            self.metrics = MetricsLog(
+                self.directory, after=self.saved.iteration if self.saved else None
+            )
+
+    def _check_empty(self) -> None:
+        """Refuse a new run in a directory that holds an earlier run's checkpoint or metrics."""
+        for name in (FILENAME, UPDATES, EPISODES):
+            path = self.directory / name
+            if path.is_file() and (name == FILENAME or len(path.read_bytes().splitlines()) > 1):
+                raise UsageError(
+                    f"{self.directory} already holds a run's {name}; choose another --run-dir"
+                )
 
     def record(self, update: Update, trainer: Trainer) -> None:
         """The metrics of the update ``trainer`` just made; its checkpoint when one is due."""
-        self.metrics.record(update, trainer)
+        with writing(self.directory / UPDATES, "the metrics stop at the update before"):
+            self.metrics.record(update, trainer)
         if trainer.iteration % self.checkpoint_every == 0:
             self.save(trainer)
 
     def save(self, trainer: Trainer) -> None:
-        save(self.checkpoint_path, trainer.checkpoint())
+        """Save ``trainer``'s state; on failure the previous checkpoint stays as it was."""
+        kept = f"the checkpoint of update {self.saved_at} is intact" if self.saved_at else ""
+        with writing(self.checkpoint_path, kept or "no checkpoint was saved"):
+            save(self.checkpoint_path, trainer.checkpoint())
         self.saved_at = trainer.iteration
 
     def close(self, trainer: Trainer | None) -> None:

@@ -156,12 +156,15 @@ def test_two_updates_then_resume_one_more(tmp_path) -> None:
     ("argv", "message"),
     [
         (["--resume", "{tmp}/nowhere"], "--resume: {tmp}/nowhere/checkpoint.npz: no such"),
-        (["--resume", "{tmp}/junk.npz"], "--resume: {tmp}/junk.npz: unreadable or damaged"),
+        (["--resume", "{tmp}/junk"], "--resume: {tmp}/junk/checkpoint.npz: unreadable or damaged"),
+        (["--resume", "{tmp}/old.npz"], "--resume: {tmp}/old.npz is not its run's checkpoint.npz"),
         (["--resume", "{tmp}", "--run-dir", "{tmp}/x"], "a resumed run stays in its own"),
     ],
 )
 def test_bad_resume_is_one_line_and_writes_nothing(argv, message, tmp_path, capsys) -> None:
-    (tmp_path / "junk.npz").write_bytes(b"\x00" * 100)
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "checkpoint.npz").write_bytes(b"\x00" * 100)
+    (tmp_path / "old.npz").write_bytes(b"\x00" * 100)
     (tmp_path / "nowhere").mkdir()
     before = sorted(p.name for p in tmp_path.rglob("*"))
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]

@@ -8,11 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from pong import checkpoint as ckpt
 from pong.checkpoint import FILENAME, Checkpoint, load, save
 from pong.config import Config
 from pong.errors import UsageError
 from pong.model import Model, zeros_like_weights
-from pong.run import Run, signals_stop
+from pong.run import Run, RunFileError, signals_stop
 
 
 class StandInTrainer:
@@ -96,3 +97,57 @@ def test_a_second_signal_is_counted_but_does_not_interrupt_again() -> None:
             signal.sigtimedwait([], 0)
             saved = True
     assert saved and received == [signal.SIGTERM, signal.SIGINT]
+
+
+def test_a_second_owner_of_a_run_directory_is_refused_naming_the_first(tmp_path) -> None:
+    first = Run.start(tmp_path / "run", Config(seed=1), checkpoint_every=10)
+    first.open()
+    second = Run.start(tmp_path / "run", Config(seed=2), checkpoint_every=10)
+    with pytest.raises(UsageError, match=f"in use by driver.py \\(pid {os.getpid()} on "):
+        second.open()
+    first.lock.close()  # the first driver ends: the directory is free again
+    second.open()
+
+
+def test_a_new_run_refuses_an_earlier_run_s_metrics_but_not_bare_headers(tmp_path) -> None:
+    run = Run.start(tmp_path, Config(seed=1), checkpoint_every=10)
+    run.open()
+    run.close(None)  # stopped before any update: headers only
+    run.lock.close()
+    again = Run.start(tmp_path, Config(seed=1), checkpoint_every=10)
+    again.open()  # allowed: nothing of a run is lost
+    trainer = StandInTrainer(again.config)
+    again.record(trainer.play(), trainer)
+    again.metrics.close()
+    again.lock.close()
+    with pytest.raises(UsageError, match="already holds a run's updates.csv"):
+        Run.start(tmp_path, Config(seed=1), checkpoint_every=10).open()
+
+
+def test_resuming_from_a_copy_of_a_checkpoint_is_refused_as_it_would_rewind(tmp_path) -> None:
+    save(tmp_path / "old.npz", StandInTrainer(Config(seed=4)).checkpoint())
+    with pytest.raises(UsageError, match="is not its run's checkpoint.npz; to start a new run"):
+        Run.resume(tmp_path / "old.npz", {}, checkpoint_every=10)
+
+
+def test_a_file_where_the_run_directory_belongs_is_one_line(tmp_path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError, match="is a file, not a directory"):
+        Run.start(tmp_path / "file", Config(seed=1), checkpoint_every=10).open()
+
+
+def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_last_checkpoint(
+    tmp_path, monkeypatch
+) -> None:
+    run = Run.start(tmp_path, Config(seed=1), checkpoint_every=1)
+    trainer = StandInTrainer(run.config)
+    run.open()
+    run.record(trainer.play(), trainer)  # update 1 saved
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ckpt.np, "savez", full)
+    with pytest.raises(RunFileError, match="No space left on device; the checkpoint of update 1"):
+        run.record(trainer.play(), trainer)
+    assert load(run.checkpoint_path).iteration == 1
