@@ -248,21 +248,29 @@ class Model:
         arrays rather than 9: the workers wait while the driver does this.
 
         Raises:
-            FloatingPointError: if any gradient entry is NaN or infinite; then
+            FloatingPointError: a gradient entry is NaN or infinite, or the step
+                would make a weight or the cache so (it overflowed); then
                 nothing (weights or cache) has been modified.
         """
         for k in self.weights:
             if not np.all(np.isfinite(grad_buffer[k])):
                 raise FloatingPointError(f"refusing a non-finite gradient for {k}")
+        new = {}
         for k, w in self.weights.items():
             g = grad_buffer[k]
-            cache = decay_rate * rmsprop_cache[k]  # new cache (the old one may be referenced)
-            scratch = g * g  # g**2
-            scratch *= 1 - decay_rate
-            cache += scratch
-            np.sqrt(cache, out=scratch)
-            scratch += rmsprop_eps
-            step = learning_rate * g  # new weights (the old ones may be referenced)
-            step /= scratch
-            step += w
+            with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
+                cache = decay_rate * rmsprop_cache[k]  # new cache (the old may be referenced)
+                scratch = g * g  # g**2
+                scratch *= 1 - decay_rate
+                cache += scratch
+                np.sqrt(cache, out=scratch)
+                scratch += rmsprop_eps
+                step = learning_rate * g  # new weights (the old ones may be referenced)
+                step /= scratch
+                step += w
+            new[k] = cache, step
+        for k, (cache, step) in new.items():
+            if not (np.isfinite(step).all() and np.isfinite(cache).all()):
+                raise FloatingPointError(f"the step would make {k} or its cache non-finite")
+        for k, (cache, step) in new.items():
             rmsprop_cache[k], self.weights[k] = cache, step

@@ -17,15 +17,20 @@ import ray
 
 from pong.checkpoint import Checkpoint
 from pong.config import Config
+from pong.errors import PongError
 from pong.model import Model, zeros_like_weights
 from pong.schedule import Games
 from pong.worker import Result, RolloutWorker
 
-__all__ = ["Trainer", "Update"]
+__all__ = ["NonFiniteError", "Trainer", "Update"]
 
 # Spawn-key prefix of the worker seeds of a resumed run: (RESUMED, update) never
 # collides with the keys (0,), (1,), ... that a fresh run's seeds use.
 RESUMED = 0xFFFF_FFFF
+
+
+class NonFiniteError(PongError):
+    """An update would make the weights NaN or infinite; it was not applied."""
 
 
 @dataclass
@@ -37,6 +42,7 @@ class Update:
     rewards: list[float] = field(default_factory=list)  # each game's score
     episode_steps: list[int] = field(default_factory=list)  # each game's env steps
     messages: list[str] = field(default_factory=list)  # notes and warnings, one line each
+    left_out: int = 0  # games whose gradient was not finite
     seconds: float = 0.0  # wall time of the whole update
 
     def add(self, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
@@ -50,6 +56,7 @@ class Update:
         if result.grad.is_finite():
             result.grad.add_to(grad_buffer)
         else:  # one bad game must not poison the weights
+            self.left_out += 1
             self.messages.append(
                 "warning: a worker returned a non-finite gradient; left out of this update"
             )
@@ -122,12 +129,29 @@ class Trainer:
                 continue
             self.games.played_on(i, result.node)
             update.add(result, self.grad_buffer)
-        lr, decay = self.config.learning_rate, self.config.decay_rate
-        self.model.update(self.grad_buffer, self.rmsprop_cache, lr, decay)  # RMSProp
+        self._apply(update)
         update.seconds = time.perf_counter() - start
         update.messages[:0] = self.games.notes  # a re-sent call's note, if any, comes first
         self._count(update)
         return update
+
+    def _apply(self, update: Update) -> None:
+        """RMSProp with the batch's gradient sum, unless the weights would stop being finite.
+
+        Raises:
+            NonFiniteError: no game gave a finite gradient, or the step overflowed;
+                the state stays that of the last finished update.
+        """
+        lr, decay = self.config.learning_rate, self.config.decay_rate
+        try:
+            if update.left_out == update.rollouts:
+                raise FloatingPointError("no game of the batch gave a finite gradient")
+            self.model.update(self.grad_buffer, self.rmsprop_cache, lr, decay)
+        except FloatingPointError as e:
+            raise NonFiniteError(
+                f"update {update.iteration} not applied: {e} (learning rate {lr:g});"
+                f" stopping with the weights of update {self.iteration}"
+            ) from None
 
     def _count(self, update: Update) -> None:
         """Make a finished update part of the state (a stopped one never is)."""

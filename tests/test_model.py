@@ -203,3 +203,15 @@ def test_weights_stay_column_major_through_updates() -> None:
     grad["W1"] += 0.1
     model.update(grad, cache, 1e-4, 0.99)
     assert model.weights["W1"].flags.f_contiguous and grad["W1"].flags.f_contiguous
+
+
+def test_update_refuses_a_step_that_overflows_and_changes_nothing() -> None:
+    model = Model(seed=6)
+    before = {k: v.copy() for k, v in model.weights.items()}
+    grad = {k: np.full_like(v, 1e200) for k, v in model.weights.items()}  # g**2 overflows
+    cache = zeros_like_weights(model.weights)
+    with pytest.raises(FloatingPointError, match="non-finite"):
+        model.update(grad, cache, 1e-4, 0.99)
+    for k in before:
+        np.testing.assert_array_equal(model.weights[k], before[k])
+        assert not cache[k].any()

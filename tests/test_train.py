@@ -7,7 +7,7 @@ import ray
 from pong.checkpoint import Checkpoint
 from pong.config import Config
 from pong.model import H, Model, SparseGrad, zeros_like_weights
-from pong.train import Trainer
+from pong.train import NonFiniteError, Trainer
 from pong.worker import Result, Turn, wait_turn
 from tests.helpers import with_workers
 
@@ -72,3 +72,15 @@ def test_a_resumed_trainer_starts_from_the_saved_state(local_ray) -> None:
     assert state.config == config
     for actor in trainer.games.actors:
         ray.kill(actor)
+
+
+def test_an_update_with_no_finite_gradient_stops_and_changes_nothing(local_ray) -> None:
+    trainer = Trainer(Config(batch_size=2, env="PongToy/Catch-v0", seed=0))
+    bad = [FixedWorker.remote(_grad(np.nan), -21.0), FixedWorker.remote(_grad(np.inf), -21.0)]
+    with_workers(trainer, bad)
+    before = {k: v.copy() for k, v in trainer.model.weights.items()}
+    with pytest.raises(NonFiniteError, match="update 1 not applied: no game of the batch gave"):
+        trainer.step()
+    assert (trainer.iteration, trainer.episodes, trainer.running_reward) == (0, 0, None)
+    for k in before:
+        np.testing.assert_array_equal(trainer.model.weights[k], before[k])
