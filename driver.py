@@ -150,9 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.evaluate is not None:
                 watch(fill(args, Watch), args.env, args.seed)
                 return 0
+            address = resolve_address(args.address)
             run = prepare(args)
             run.open()  # the run directory is ours before Ray starts
-            address = resolve_address(args.address)
             connect(address, args.num_cpus)
             announce(run, args.iterations, cluster_summary(address))
             train(run, args.iterations)

@@ -162,6 +162,8 @@ def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
         raise
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if "pickle" in reason:  # NumPy's guess for any file that is not an .npz
+            reason = "not a NumPy .npz file"
         raise CheckpointError(f"{path}: unreadable or damaged checkpoint ({reason})") from None
     if fmt not in (FORMAT, POLICY_FORMAT):
         raise CheckpointError(f"{path}: not a pong checkpoint (format {fmt!r})")

@@ -39,7 +39,15 @@ def resolve_address(flag: str | None) -> str | None:
 
     ``None`` means: start a local Ray.
     """
-    return flag or os.environ.get("RAY_ADDRESS") or None
+    if flag is not None and not flag.strip():
+        raise ClusterError("the cluster address is empty; give HOST:PORT, or none for a local Ray")
+    address = flag or os.environ.get("RAY_ADDRESS") or None
+    if address is not None and address.startswith(("http://", "https://")):
+        raise ClusterError(
+            f"{address} looks like the dashboard's (Ray Jobs) address; --address takes the"
+            " head node's GCS address, HOST:PORT (6379 unless ray start --head set --port)"
+        )
+    return address or None
 
 
 def local_ray_settings() -> None:

@@ -50,6 +50,13 @@ def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:
     if n <= max(UP, DOWN):
         env.close()
         raise ValueError(f"env {env_id!r} has {n} actions; actions {UP} and {DOWN} are needed")
+    game = getattr(env.unwrapped, "_game", "pong")  # ale-py's ROM name; "pong" for others
+    if game != "pong":
+        env.close()
+        raise ValueError(
+            f"env {env_id!r} plays {game}, not Pong: the preprocessing and the rewards are"
+            " Pong's (ALE/Pong-v5, Pong-v0 or PongToy/Catch-v0)"
+        )
     return env
 
 

@@ -224,3 +224,24 @@ def test_the_resume_hint_is_a_command_that_works_from_here(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     assert driver.pasteable(tmp_path / "runs" / "a b") == "'runs/a b'"  # quoted, relative
     assert driver.pasteable(driver.__file__) == os.path.abspath(driver.__file__)  # outside: whole
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--address="], "the cluster address is empty"),
+        (["--address=http://127.0.0.1:8265"], "looks like the dashboard's (Ray Jobs) address"),
+        (["--env=ALE/Breakout-v5"], "plays breakout, not Pong"),
+    ],
+)
+def test_addresses_and_envs_a_user_might_paste_are_one_line(argv, message, capsys) -> None:
+    assert driver.main(argv) in (1, 2)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_a_file_that_is_no_checkpoint_is_not_said_to_be_loadable_unsafely(tmp_path, capsys) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    assert driver.main(["--evaluate", str(tmp_path / "notes.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "not a NumPy .npz file" in err and "unsafely" not in err
