@@ -177,7 +177,8 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         ray.init(
-            address=address,
+            # "local": a Ray of its own, not a cluster that `ray start` left on this machine.
+            address=address or "local",
             num_cpus=num_cpus,
             include_dashboard=False,
             logging_level=logging.WARNING,
