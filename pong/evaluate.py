@@ -8,7 +8,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-from pong.checkpoint import CheckpointError, load
+from pong.checkpoint import CheckpointError, atomic_open, load
 from pong.config import Watch, fresh_seed
 from pong.env import check_env, make_env
 from pong.errors import UsageError
@@ -72,13 +72,15 @@ def write_gif(path: str | os.PathLike, frames: list[np.ndarray], every: int = 1)
     path = Path(path)
     chosen = frames[::every]
     first, rest = Image.fromarray(chosen[0]), (Image.fromarray(f) for f in chosen[1:])
-    first.save(
-        path,
-        save_all=True,
-        append_images=rest,
-        duration=10 * round(100 * FRAME_SECONDS * every),  # GIFs count centiseconds
-        loop=0,
-    )
+    with atomic_open(path, "wb") as f:  # a stop while writing leaves any old GIF whole
+        first.save(
+            f,
+            format="GIF",
+            save_all=True,
+            append_images=rest,
+            duration=10 * round(100 * FRAME_SECONDS * every),  # GIFs count centiseconds
+            loop=0,
+        )
     return path
 
 
@@ -97,8 +99,12 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
         check_env(env_id)
     except ValueError as e:
         raise UsageError(f"--env: {e}") from None
-    if options.record is not None and not options.record.parent.is_dir():
-        raise UsageError(f"--record: no such directory {options.record.parent}")
+    record = options.record
+    if record is not None and not record.parent.is_dir():
+        raise UsageError(f"--record: no such directory {record.parent}")
+    if record is not None and (record.is_dir() or not os.access(record.parent, os.W_OK)):
+        why = "is a directory" if record.is_dir() else "cannot be written here"
+        raise UsageError(f"--record: {record} {why}")  # said before the games, not after
     seed = fresh_seed() if seed is None else seed
     episodes = options.episodes
     print(

@@ -9,6 +9,7 @@ from pong.checkpoint import FILENAME, Checkpoint, save, save_policy
 from pong.config import Config
 from pong.evaluate import play_games, write_gif
 from pong.model import Model, zeros_like_weights
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.ale
 
@@ -80,3 +81,12 @@ def test_a_policy_file_plays_the_same_games_as_its_checkpoint(tmp_path, capsys) 
         scores.append(out[1:])
     # Same seed, weights within float32 rounding: the same actions, point for point.
     assert scores[0] == scores[1] and scores[0][0].startswith("Game 1: ")
+
+
+def test_a_record_path_that_cannot_be_written_is_refused_before_playing(tmp_path, capsys) -> None:
+    (tmp_path / "dir.gif").mkdir()
+    policy = ROOT / "results" / "pong-v5" / "policy.npz"
+    assert driver.main(["--evaluate", str(policy), "--record", str(tmp_path / "dir.gif")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "dir.gif is a directory" in captured.err
+    assert "Game 1" not in captured.out  # refused before any game was played
