@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import ray
 
-from pong.cluster import cluster_summary, connect, resolve_address
+from pong.cluster import check_memory, cluster_summary, connect, resolve_address
 from pong.config import Config, Options, Watch, add_flags, fill, given
 from pong.env import check_env
 from pong.errors import PongError, UsageError
@@ -154,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             run = prepare(args)
             run.open()  # the run directory is ours before Ray starts
             connect(address, args.num_cpus)
+            check_memory(run.config.batch_size)
             announce(run, args.iterations, cluster_summary(address))
             train(run, args.iterations)
         except PongError as e:

@@ -18,9 +18,16 @@ from collections.abc import Iterator
 
 import ray
 
-from pong.errors import PongError
+from pong.errors import PongError, UsageError
 
-__all__ = ["ClusterError", "cluster_summary", "connect", "local_ray_settings", "resolve_address"]
+__all__ = [
+    "ClusterError",
+    "check_memory",
+    "cluster_summary",
+    "connect",
+    "local_ray_settings",
+    "resolve_address",
+]
 
 PROBE_TIMEOUT_S = 10.0  # TCP connect to the head node
 HANDSHAKE_TIMEOUT_S = 20.0  # first exchange with its GCS (authentication happens here)
@@ -187,6 +194,25 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
         _raise_for(address or "local", e)
     finally:
         signal.signal(signal.SIGTERM, sigterm)  # ray.init sets its own; the caller's stays
+
+
+WORKER_MEMORY = 60 * 2**20  # bytes of its own a RolloutWorker playing Pong holds (about 57 MB)
+
+
+def check_memory(batch_size: int) -> None:
+    """Refuse a batch whose workers would not fit in the memory Ray has for them.
+
+    Raises:
+        UsageError: one line with the largest batch that fits.
+    """
+    memory = ray.cluster_resources().get("memory", 0)  # what Ray gives tasks and actors
+    if memory and batch_size * WORKER_MEMORY > memory:
+        raise UsageError(
+            f"--batch-size={batch_size} starts {batch_size} workers of about"
+            f" {WORKER_MEMORY / 2**20:.0f} MB each, {batch_size * WORKER_MEMORY / 2**30:.1f} GB;"
+            f" this Ray has {memory / 2**30:.1f} GB for them: the largest batch that fits is"
+            f" {int(memory // WORKER_MEMORY)}"
+        )
 
 
 def cluster_summary(address: str | None) -> str:

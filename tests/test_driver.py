@@ -245,3 +245,14 @@ def test_a_file_that_is_no_checkpoint_is_not_said_to_be_loadable_unsafely(tmp_pa
     assert driver.main(["--evaluate", str(tmp_path / "notes.txt")]) == 2
     err = capsys.readouterr().err
     assert "not a NumPy .npz file" in err and "unsafely" not in err
+
+
+@pytest.mark.ray
+def test_a_batch_whose_workers_cannot_fit_in_memory_is_refused_before_they_start(tmp_path) -> None:
+    args = ["--env=PongToy/Catch-v0", "--batch-size=100000", "--num-cpus=1"]
+    proc = run_driver([*args, f"--run-dir={tmp_path / 'run'}"], _local_env(), timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert "starts 100000 workers of about 60 MB each" in line
+    assert int(line.rpartition("the largest batch that fits is ")[2]) < 100000
+    assert "Started" not in proc.stdout
