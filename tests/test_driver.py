@@ -180,8 +180,11 @@ def test_bad_resume_is_one_line_and_writes_nothing(argv, message, tmp_path, caps
 
 @pytest.mark.ray
 @pytest.mark.ale
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("sig", "code", "times"),
+    [(signal.SIGINT, 130, 1), (signal.SIGTERM, 143, 1), (signal.SIGINT, 130, 20)],
+)
+def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, times, tmp_path) -> None:
     out = tmp_path / "out.txt"
     run = tmp_path / "run"
     with open(out, "w") as stdout:
@@ -206,7 +209,9 @@ def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, tmp_path) -> Non
             while "Batch 1 " not in out.read_text() and time.monotonic() < deadline:
                 assert proc.poll() is None, proc.stderr.read()
                 time.sleep(0.2)
-            proc.send_signal(sig)
+            for _ in range(times):  # an impatient user: Ctrl-C again and again
+                proc.send_signal(sig)
+                time.sleep(0.05)
             _, err = proc.communicate(timeout=60)
         finally:
             proc.kill()
@@ -215,6 +220,7 @@ def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, tmp_path) -> Non
     assert "Traceback" not in err
     printed = [BATCH_LINE.match(line) for line in out.read_text().splitlines()]
     done = max(int(m[1]) for m in printed if m)
+    assert out.read_text().splitlines()[-1].startswith("Done: ")
     saved = load(run)  # saved on the way out, though 1000 updates were not reached
     assert saved.iteration == done and saved.episodes == done
     assert len(_csv(run / "updates.csv")) == done
