@@ -64,6 +64,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def check_text(argv: Sequence[str]) -> None:
+    """Refuse arguments that are not UTF-8 text: Ray cannot carry them (it records the command)."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape")
+            raise UsageError(f"{shown!r} is not UTF-8 text, which Ray cannot carry") from None
+
+
 def prepare(args: argparse.Namespace) -> Run:
     """The run to train: a new one from the flags, or a resumed one; its env checked."""
     options = fill(args, Options)
@@ -150,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.evaluate is not None:
                 watch(fill(args, Watch), args.env, args.seed)
                 return 0
+            check_text(sys.argv if argv is None else argv)
             address = resolve_address(args.address)
             run = prepare(args)
             run.open()  # the run directory is ours before Ray starts

@@ -262,3 +262,11 @@ def test_a_batch_whose_workers_cannot_fit_in_memory_is_refused_before_they_start
     assert "starts 100000 workers of about 60 MB each" in line
     assert int(line.rpartition("the largest batch that fits is ")[2]) < 100000
     assert "Started" not in proc.stdout
+
+
+def test_an_argument_that_is_not_utf8_is_one_line_before_ray_starts(tmp_path, capsys) -> None:
+    bad = os.fsdecode(bytes(tmp_path) + b"/bad\xffdir")
+    assert driver.main(["--env=PongToy/Catch-v0", f"--run-dir={bad}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not UTF-8 text, which Ray cannot carry" in err
+    assert not os.path.exists(bad)  # refused before anything was made
