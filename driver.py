@@ -164,10 +164,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             address = resolve_address(args.address)
             run = prepare(args)
             run.open()  # the run directory is ours before Ray starts
-            connect(address, args.num_cpus)
-            check_memory(run.config.batch_size)
-            announce(run, args.iterations, cluster_summary(address))
-            train(run, args.iterations)
+            try:
+                connect(address, args.num_cpus)
+                check_memory(run.config.batch_size)
+                announce(run, args.iterations, cluster_summary(address))
+                train(run, args.iterations)
+            finally:
+                run.close()  # gives the directory up, also when Ray could not start
         except PongError as e:
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return e.exit_code

@@ -22,7 +22,7 @@ import ray
 from pong.env import make_env
 from pong.model import Model, zeros_like_weights
 from pong.rollout import episode_gradient_dense, rollout_dense
-from pong.worker import Result, RolloutWorker
+from pong.worker import Result
 
 
 class DenseGrad(NamedTuple):
@@ -78,6 +78,3 @@ class OriginalLoop:
         for g in self.grad_buffer.values():
             g.fill(0)
         return steps, time.perf_counter() - start
-
-
-__all__ = ["DenseRolloutWorker", "OriginalLoop", "RolloutWorker"]

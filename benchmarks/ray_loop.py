@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ray  # noqa: E402
 
-from benchmarks.baseline import DenseRolloutWorker, OriginalLoop, RolloutWorker  # noqa: E402
+from benchmarks.baseline import DenseRolloutWorker, OriginalLoop  # noqa: E402
 from benchmarks.common import (  # noqa: E402
     emulator_at_once,
     emulator_only,
@@ -44,6 +44,7 @@ from benchmarks.common import (  # noqa: E402
 )
 from pong.config import Config  # noqa: E402
 from pong.train import Trainer  # noqa: E402
+from pong.worker import RolloutWorker  # noqa: E402
 
 
 def run(path: str, batch_size: int, env_id: str, updates: int) -> tuple[int, float]:

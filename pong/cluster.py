@@ -54,7 +54,7 @@ def resolve_address(flag: str | None) -> str | None:
             f"{address} looks like the dashboard's (Ray Jobs) address; --address takes the"
             " head node's GCS address, HOST:PORT (6379 unless ray start --head set --port)"
         )
-    return address or None
+    return address
 
 
 def local_ray_settings() -> None:

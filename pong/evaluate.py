@@ -113,13 +113,13 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
         flush=True,
     )
     model = Model.from_weights(checkpoint.weights)
-    scores, frames = play_games(model, env_id, episodes, seed, record=options.record is not None)
+    scores, frames = play_games(model, env_id, episodes, seed, record=record is not None)
     for game, (won, lost, steps) in enumerate(scores, start=1):
         print(f"Game {game}: {'won' if won > lost else 'lost'} {won}-{lost} in {steps} steps")
     mean = sum(won - lost for won, lost, _ in scores) / len(scores)
     wins = sum(won > lost for won, lost, _ in scores)
     games = f"{len(scores)} game{'s' * (len(scores) != 1)}"
     print(f"Mean score {mean:+.2f} over {games}; won {wins}", flush=True)
-    if options.record is not None:
-        write_gif(options.record, frames)
-        print(f"Recorded {len(frames)} frames to {options.record}", flush=True)
+    if record is not None:
+        write_gif(record, frames)
+        print(f"Recorded {len(frames)} frames to {record}", flush=True)

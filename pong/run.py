@@ -78,19 +78,16 @@ class Run:
         self.saved = saved  # the checkpoint this run resumes from (None: a new run)
         self.checkpoint_every = checkpoint_every
         self.checkpoint_path = directory / FILENAME
-        self.metrics: MetricsLog | None = None
+        self.metrics: MetricsLog | None = None  # opened with the first update's rows
         self.saved_at = saved.iteration if saved else 0  # the update the checkpoint holds
         self.lock: IO[str] | None = None
+        self.made = False  # this run made the directory (removed again if left empty)
+        self.stamp: tuple[int, int] | None = None  # which save of the checkpoint was read
 
     @classmethod
     def start(cls, directory: Path | None, config: Config, checkpoint_every: int) -> Run:
         """A new run in ``directory`` (default ``runs/<start time>``); a random seed if none."""
         directory = directory or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
-        if (directory / FILENAME).exists():
-            raise UsageError(
-                f"{directory} already holds a run; continue it with --resume {directory}"
-                " or choose another --run-dir"
-            )
         if config.seed is None:
             config = dataclasses.replace(config, seed=fresh_seed())
         return cls(directory, config, None, checkpoint_every)
@@ -108,6 +105,8 @@ class Run:
                 f"--resume: {path} is not its run's {FILENAME}; to start a new run from it, copy"
                 f" it to NEW_DIR/{FILENAME} and --resume NEW_DIR"
             )
+        directory = path if path.is_dir() else path.parent
+        stamp = saved_stamp(directory / FILENAME)  # before reading: a later save must show
         try:
             saved = load(path)
         except CheckpointError as e:
@@ -118,11 +117,12 @@ class Run:
                     f"--{name.replace('_', '-')}={given} differs from the resumed run's"
                     f" {getattr(saved.config, name)}; a resumed run keeps its settings"
                 )
-        directory = path if path.is_dir() else path.parent
-        return cls(directory, saved.config, saved, checkpoint_every)
+        run = cls(directory, saved.config, saved, checkpoint_every)
+        run.stamp = stamp
+        return run
 
     def open(self) -> None:
-        """Own the directory, then open the metrics (dropping rows the checkpoint lacks).
+        """Own the directory (an OS lock), before anything is written or Ray started.
 
         Raises:
             UsageError: the directory cannot be made or written, another driver
@@ -131,24 +131,26 @@ class Run:
         if self.directory.exists() and not self.directory.is_dir():
             raise UsageError(f"run directory {self.directory} is a file, not a directory")
         try:
+            self.made = not self.directory.exists()
             self.directory.mkdir(parents=True, exist_ok=True)
             self.lock = lock(self.directory)
         except OSError as e:
             raise UsageError(f"run directory {self.directory}: {e.strerror or e}") from None
         if self.saved is None:
             self._check_empty()
-        elif load(self.checkpoint_path).iteration != self.saved.iteration:
+        elif saved_stamp(self.checkpoint_path) != self.stamp:  # another driver saved meanwhile
             raise UsageError(f"{self.checkpoint_path} changed since it was read; try again")
-        with writing(self.directory / UPDATES, "nothing was trained"):
-            self.metrics = MetricsLog(
-                self.directory, after=self.saved.iteration if self.saved else None
-            )
 
     def _check_empty(self) -> None:
         """Refuse a new run in a directory that holds an earlier run's checkpoint or metrics."""
-        for name in (FILENAME, UPDATES, EPISODES):
+        if self.checkpoint_path.exists():
+            raise UsageError(
+                f"{self.directory} already holds a run; continue it with --resume {self.directory}"
+                " or choose another --run-dir"
+            )
+        for name in (UPDATES, EPISODES):
             path = self.directory / name
-            if path.is_file() and (name == FILENAME or len(path.read_bytes().splitlines()) > 1):
+            if path.is_file() and len(path.read_bytes().splitlines()) > 1:  # more than a header
                 raise UsageError(
                     f"{self.directory} already holds a run's {name}; choose another --run-dir"
                 )
@@ -156,6 +158,9 @@ class Run:
     def record(self, update: Update, trainer: Trainer) -> None:
         """The metrics of the update ``trainer`` just made; its checkpoint when one is due."""
         with writing(self.directory / UPDATES, "the metrics stop at the update before"):
+            if self.metrics is None:  # drops the rows of updates the checkpoint lacks
+                after = self.saved.iteration if self.saved else None
+                self.metrics = MetricsLog(self.directory, after=after)
             self.metrics.record(update, trainer)
         if trainer.iteration % self.checkpoint_every == 0:
             self.save(trainer)
@@ -167,12 +172,32 @@ class Run:
             save(self.checkpoint_path, trainer.checkpoint())
         self.saved_at = trainer.iteration
 
-    def close(self, trainer: Trainer | None) -> None:
-        """Close the metrics and save the updates the last checkpoint lacks."""
+    def close(self, trainer: Trainer | None = None) -> None:
+        """Save the updates the last checkpoint lacks, close the files, give the directory up.
+
+        A directory this run made and wrote nothing into is removed again. Closing
+        twice is harmless.
+        """
         if self.metrics is not None:
             self.metrics.close()
+            self.metrics = None
         if trainer is not None and trainer.iteration > self.saved_at:
             self.save(trainer)
+        if self.lock is not None:
+            if self.made and [p.name for p in self.directory.iterdir()] == [LOCK]:
+                (self.directory / LOCK).unlink()
+                self.directory.rmdir()
+            self.lock.close()
+            self.lock = None
+
+
+def saved_stamp(path: Path) -> tuple[int, int] | None:
+    """What tells one save of ``path`` from the next (each save is a new file, renamed in)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns
 
 
 @contextmanager

@@ -143,15 +143,18 @@ class Trainer:
                 the state stays that of the last finished update.
         """
         lr, decay = self.config.learning_rate, self.config.decay_rate
-        try:
-            if update.left_out == update.rollouts:
-                raise FloatingPointError("no game of the batch gave a finite gradient")
-            self.model.update(self.grad_buffer, self.rmsprop_cache, lr, decay)
-        except FloatingPointError as e:
-            raise NonFiniteError(
-                f"update {update.iteration} not applied: {e} (learning rate {lr:g});"
-                f" stopping with the weights of update {self.iteration}"
-            ) from None
+        if update.left_out == update.rollouts:
+            problem = "no game of the batch gave a finite gradient"
+        else:
+            try:
+                self.model.update(self.grad_buffer, self.rmsprop_cache, lr, decay)
+                return
+            except FloatingPointError as e:
+                problem = str(e)
+        raise NonFiniteError(
+            f"update {update.iteration} not applied: {problem} (learning rate {lr:g});"
+            f" stopping with the weights of update {self.iteration}"
+        )
 
     def _count(self, update: Update) -> None:
         """Make a finished update part of the state (a stopped one never is)."""

@@ -270,3 +270,10 @@ def test_an_argument_that_is_not_utf8_is_one_line_before_ray_starts(tmp_path, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is not UTF-8 text, which Ray cannot carry" in err
     assert not os.path.exists(bad)  # refused before anything was made
+
+
+def test_a_run_whose_ray_never_started_leaves_no_directory_behind(tmp_path, capsys) -> None:
+    run = tmp_path / "run"
+    assert driver.main([f"--address=127.0.0.1:{free_port()}", f"--run-dir={run}"]) == 1
+    assert "no Ray cluster answers" in capsys.readouterr().err
+    assert not run.exists()

@@ -48,7 +48,7 @@ def test_a_new_run_gets_a_seed_and_refuses_a_directory_that_holds_a_run(tmp_path
     assert run.config.seed is not None and run.saved is None
     save(tmp_path / FILENAME, StandInTrainer(Config(seed=1)).checkpoint())
     with pytest.raises(UsageError, match="already holds a run; continue it with --resume"):
-        Run.start(tmp_path, Config(), checkpoint_every=10)
+        Run.start(tmp_path, Config(), checkpoint_every=10).open()
 
 
 def test_checkpoints_come_every_n_updates_and_at_close(tmp_path) -> None:
@@ -110,16 +110,13 @@ def test_a_second_owner_of_a_run_directory_is_refused_naming_the_first(tmp_path)
 
 
 def test_a_new_run_refuses_an_earlier_run_s_metrics_but_not_bare_headers(tmp_path) -> None:
-    run = Run.start(tmp_path, Config(seed=1), checkpoint_every=10)
-    run.open()
-    run.close(None)  # stopped before any update: headers only
-    run.lock.close()
+    for name in ("updates.csv", "episodes.csv"):  # a run stopped before its first row
+        (tmp_path / name).write_text("update,episodes\n")
     again = Run.start(tmp_path, Config(seed=1), checkpoint_every=10)
     again.open()  # allowed: nothing of a run is lost
     trainer = StandInTrainer(again.config)
     again.record(trainer.play(), trainer)
-    again.metrics.close()
-    again.lock.close()
+    again.close()
     with pytest.raises(UsageError, match="already holds a run's updates.csv"):
         Run.start(tmp_path, Config(seed=1), checkpoint_every=10).open()
 
@@ -151,3 +148,15 @@ def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_last_checkpoint(
     with pytest.raises(RunFileError, match="No space left on device; the checkpoint of update 1"):
         run.record(trainer.play(), trainer)
     assert load(run.checkpoint_path).iteration == 1
+
+
+def test_a_directory_the_run_made_and_left_empty_is_removed_on_close(tmp_path) -> None:
+    run = Run.start(tmp_path / "new", Config(seed=1), checkpoint_every=10)
+    run.open()
+    run.close()
+    run.close()  # twice: harmless
+    assert not (tmp_path / "new").exists()
+    kept = Run.start(tmp_path, Config(seed=1), checkpoint_every=10)  # it existed before
+    kept.open()
+    kept.close()
+    assert tmp_path.is_dir()
