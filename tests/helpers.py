@@ -51,6 +51,10 @@ def stop_processes_of(temp_dir: Path, seconds: float = 15) -> None:
             parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
             if str(temp_dir).encode() in cmdline:
                 ours.add(int(entry.name))
+    caller = os.getpid()  # never this process or what started it, whatever they were given
+    while caller in parents:
+        ours.discard(caller)
+        caller = parents[caller] if parents[caller] != caller else 0
     while True:  # the children (workers) of those, and theirs
         children = {pid for pid, parent in parents.items() if parent in ours} - ours
         if not children:
