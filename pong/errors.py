@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["PongError", "UsageError"]
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["PongError", "RunFileError", "UsageError", "writing"]
 
 
 class PongError(Exception):
@@ -16,3 +20,16 @@ class UsageError(PongError):
     """Bad input: a flag, a path or a file the user named."""
 
     exit_code = 2  # the shell's convention for a usage error, as argparse uses
+
+
+class RunFileError(PongError):
+    """A file the program writes could not be written (disk full, no permission, ...)."""
+
+
+@contextmanager
+def writing(path: Path, lost: str) -> Iterator[None]:
+    """Turn an ``OSError`` while writing ``path`` into one line saying what was ``lost``."""
+    try:
+        yield
+    except OSError as e:
+        raise RunFileError(f"could not write {path}: {e.strerror or e}; {lost}") from None

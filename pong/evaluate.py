@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -11,45 +11,49 @@ import numpy as np
 from pong.checkpoint import CheckpointError, atomic_open, load
 from pong.config import Watch, fresh_seed
 from pong.env import check_env, make_env
-from pong.errors import UsageError
+from pong.errors import UsageError, writing
+from pong.gif import GifWriter
 from pong.model import Model
 from pong.rollout import rollout
 
-__all__ = ["FrameRecorder", "play_games", "watch", "write_gif"]
+__all__ = ["FrameRecorder", "play_games", "watch"]
 
 FRAME_SECONDS = 4 / 60  # one ALE/Pong-v5 step: 4 frames of the 60 Hz console
 
 
 class FrameRecorder(gym.Wrapper):
-    """Keeps a copy of every observation the env returns, for a video."""
+    """Hands every observation the env returns to ``on_frame``, for a video."""
 
-    def __init__(self, env: gym.Env) -> None:
+    def __init__(self, env: gym.Env, on_frame: Callable[[np.ndarray], None]) -> None:
         super().__init__(env)
-        self.frames: list[np.ndarray] = []
+        self.on_frame = on_frame
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
-        self.frames.append(obs.copy())
+        self.on_frame(obs)
         return obs, info
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.frames.append(obs.copy())
+        self.on_frame(obs)
         return obs, reward, terminated, truncated, info
 
 
 def play_games(
-    model: Model, env_id: str, episodes: int, seed: int, record: bool = False
-) -> tuple[list[tuple[int, int, int]], list[np.ndarray]]:
+    model: Model,
+    env_id: str,
+    episodes: int,
+    seed: int,
+    on_frame: Callable[[np.ndarray], None] | None = None,
+) -> list[tuple[int, int, int]]:
     """Play ``episodes`` games with ``model``, sampling actions as in training.
 
-    Returns:
-        ``(scores, frames)``: (points won, points lost, steps) per game, and
-        every frame of every game when ``record`` is set (else empty).
+    Returns (points won, points lost, steps) per game; ``on_frame``, if given,
+    is handed every frame of every game as it is played.
     """
     env: gym.Env = make_env(env_id)
-    if record:
-        env = FrameRecorder(env)
+    if on_frame is not None:
+        env = FrameRecorder(env, on_frame)
     rng = np.random.default_rng(seed)
     scores = []
     for game in range(episodes):
@@ -58,30 +62,7 @@ def play_games(
             (int((episode.epr > 0).sum()), int((episode.epr < 0).sum()), len(episode.epr))
         )
     env.close()
-    return scores, env.frames if record else []
-
-
-def write_gif(path: str | os.PathLike, frames: list[np.ndarray], every: int = 1) -> Path:
-    """Write ``frames`` (every ``every``-th) as an animated GIF at the game's speed.
-
-    Pong's frames have a handful of colours, so the GIF's 256-colour palette
-    keeps every pixel exact.
-    """
-    from PIL import Image
-
-    path = Path(path)
-    chosen = frames[::every]
-    first, rest = Image.fromarray(chosen[0]), (Image.fromarray(f) for f in chosen[1:])
-    with atomic_open(path, "wb") as f:  # a stop while writing leaves any old GIF whole
-        first.save(
-            f,
-            format="GIF",
-            save_all=True,
-            append_images=rest,
-            duration=10 * round(100 * FRAME_SECONDS * every),  # GIFs count centiseconds
-            loop=0,
-        )
-    return path
+    return scores
 
 
 def watch(options: Watch, env_id: str | None = None, seed: int | None = None) -> None:
@@ -113,7 +94,13 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
         flush=True,
     )
     model = Model.from_weights(checkpoint.weights)
-    scores, frames = play_games(model, env_id, episodes, seed, record=record is not None)
+    if record is None:
+        scores = play_games(model, env_id, episodes, seed)
+    else:  # written as played; a stop or a full disk leaves any old GIF whole
+        with writing(record, "no recording was kept"), atomic_open(record, "wb") as f:
+            gif = GifWriter(f, FRAME_SECONDS)
+            scores = play_games(model, env_id, episodes, seed, on_frame=gif.add)
+            gif.close()
     for game, (won, lost, steps) in enumerate(scores, start=1):
         print(f"Game {game}: {'won' if won > lost else 'lost'} {won}-{lost} in {steps} steps")
     mean = sum(won - lost for won, lost, _ in scores) / len(scores)
@@ -121,5 +108,4 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
     games = f"{len(scores)} game{'s' * (len(scores) != 1)}"
     print(f"Mean score {mean:+.2f} over {games}; won {wins}", flush=True)
     if record is not None:
-        write_gif(record, frames)
-        print(f"Recorded {len(frames)} frames to {record}", flush=True)
+        print(f"Recorded {gif.frames} frames to {record}", flush=True)

@@ -22,17 +22,13 @@ from typing import IO, Any
 
 from pong.checkpoint import FILENAME, Checkpoint, CheckpointError, load, save
 from pong.config import Config, fresh_seed
-from pong.errors import PongError, UsageError
+from pong.errors import UsageError, writing
 from pong.metrics import EPISODES, UPDATES, MetricsLog
 from pong.train import Trainer, Update
 
-__all__ = ["Run", "RunFileError", "lock", "signals_stop"]
+__all__ = ["Run", "lock", "signals_stop"]
 
 LOCK = ".lock"  # held by the driver that owns the run directory, for as long as it lives
-
-
-class RunFileError(PongError):
-    """A run's file could not be written (disk full, no permission, ...)."""
 
 
 def lock(directory: Path) -> IO[str]:
@@ -56,15 +52,6 @@ def lock(directory: Path) -> IO[str]:
     f.write(f"driver.py (pid {os.getpid()} on {socket.gethostname()})\n")
     f.flush()
     return f
-
-
-@contextmanager
-def writing(path: Path, lost: str) -> Iterator[None]:
-    """Turn an ``OSError`` while writing ``path`` into one line saying what was ``lost``."""
-    try:
-        yield
-    except OSError as e:
-        raise RunFileError(f"could not write {path}: {e.strerror or e}; {lost}") from None
 
 
 class Run:

@@ -1,37 +1,42 @@
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from PIL import Image, ImageSequence
 
 import driver
 from pong.checkpoint import FILENAME, Checkpoint, save, save_policy
 from pong.config import Config
-from pong.evaluate import play_games, write_gif
+from pong.evaluate import FRAME_SECONDS, play_games
+from pong.gif import GifWriter
 from pong.model import Model, zeros_like_weights
-from tests.helpers import ROOT
+from tests.helpers import ROOT, TOY
+from tests.test_gif import assert_gif_shows
 
 pytestmark = pytest.mark.ale
 
 
 def test_games_are_whole_and_frames_match_steps() -> None:
-    scores, frames = play_games(Model(seed=0), "ALE/Pong-v5", episodes=1, seed=0, record=True)
+    frames = []
+    scores = play_games(Model(seed=0), "ALE/Pong-v5", 1, seed=0, on_frame=frames.append)
     [(won, lost, steps)] = scores
     assert max(won, lost) == 21
     assert len(frames) == steps + 1  # the reset's frame, then one per step
     assert frames[0].shape == (210, 160, 3)
 
 
-def test_gif_holds_the_frames(tmp_path) -> None:
-    _, frames = play_games(Model(seed=1), "ALE/Pong-v5", episodes=1, seed=1, record=True)
-    path = write_gif(tmp_path / "game.gif", frames, every=20)
-    with Image.open(path) as gif:
-        video = np.stack([np.asarray(f.convert("RGB")) for f in ImageSequence.Iterator(gif)])
-        assert gif.info["duration"] == 1330 and gif.info["loop"] == 0  # 20 steps of 4/60 s
-    # Pillow merges identical consecutive frames, so there may be fewer; Pong has
-    # few colours, so the GIF's palette keeps every pixel exact.
-    assert 0 < video.shape[0] <= len(frames[::20]) and video.shape[1:] == (210, 160, 3)
-    assert (video[0] == frames[0]).all()
+def test_a_recorded_game_reads_back_frame_for_frame(tmp_path) -> None:
+    frames, path = [], tmp_path / "game.gif"
+    with open(path, "wb") as f:
+        gif = GifWriter(f, FRAME_SECONDS)
+        play_games(
+            Model(seed=1),
+            "ALE/Pong-v5",
+            1,
+            seed=1,
+            on_frame=lambda x: frames.append(x.copy()) or gif.add(x),
+        )
+        gif.close()
+    assert gif.frames == len(frames)
+    assert_gif_shows(path, frames, FRAME_SECONDS)
 
 
 def test_driver_evaluate_prints_scores_and_records(tmp_path, capsys) -> None:
@@ -90,3 +95,28 @@ def test_a_record_path_that_cannot_be_written_is_refused_before_playing(tmp_path
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and "dir.gif is a directory" in captured.err
     assert "Game 1" not in captured.out  # refused before any game was played
+
+
+def test_a_full_disk_while_recording_is_one_line_and_keeps_the_old_gif(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    model = Model(seed=2)
+    checkpoint = Checkpoint(
+        model.weights, zeros_like_weights(model.weights), 1, 1, 1, -1.0, -1.0, TOY
+    )
+    save(tmp_path / FILENAME, checkpoint)
+    gif = tmp_path / "game.gif"
+    gif.write_bytes(b"an older recording")
+    frames = []
+
+    def full(self, frame) -> None:
+        frames.append(frame)
+        if len(frames) == 30:
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(GifWriter, "add", full)
+    assert driver.main(["--evaluate", str(tmp_path), "--episodes=3", "--record", str(gif)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"could not write {gif}: No space left on device" in err
+    assert gif.read_bytes() == b"an older recording"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [FILENAME, "game.gif"]  # no leftovers

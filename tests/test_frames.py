@@ -49,7 +49,9 @@ def test_both_frames_give_the_changes_of_the_binarized_frames_for_a_whole_game(
 
 @pytest.mark.ale
 def test_frames_for_uses_gymnasium_where_ale_frames_would_differ() -> None:
-    recorded = FrameRecorder(make_env())  # a wrapper that must see every observation
+    recorded = FrameRecorder(
+        make_env(), lambda frame: None
+    )  # a wrapper that must see every observation
     assert isinstance(frames_for(recorded), GymFrames)
     blended = gym.make("ALE/Pong-v5")
     blended.unwrapped.ale.setBool("color_averaging", True)  # a pixel mixes two frames

@@ -11,9 +11,9 @@ import pytest
 from pong import checkpoint as ckpt
 from pong.checkpoint import FILENAME, Checkpoint, load, save
 from pong.config import Config
-from pong.errors import UsageError
+from pong.errors import RunFileError, UsageError
 from pong.model import Model, zeros_like_weights
-from pong.run import Run, RunFileError, signals_stop
+from pong.run import Run, signals_stop
 
 
 class StandInTrainer:
