@@ -19,11 +19,23 @@ running mean visibly climbs.
 
 from __future__ import annotations
 
-import argparse
 import os
-import shlex
 import signal
 import sys
+
+
+def _stopped_while_loading(signum: int, frame: object) -> None:
+    """A signal before ``main`` takes over (Ray takes ~0.5 s to import): nothing started yet."""
+    print(f"Interrupted by {signal.Signals(signum).name}.", file=sys.stderr, flush=True)
+    os._exit(128 + signum)  # at once: no traceback from whichever import was running
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, _stopped_while_loading)
+    signal.signal(signal.SIGTERM, _stopped_while_loading)
+
+import argparse
+import shlex
 from collections.abc import Sequence
 
 import ray
@@ -174,6 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except PongError as e:
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return e.exit_code
+        except BrokenPipeError:  # `driver.py | head`: nobody reads any more, so stop as `yes` does
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+            print(f"{PROG}: stopped: its output was closed", file=sys.stderr, flush=True)
+            return 128 + signal.SIGPIPE.value
         except KeyboardInterrupt:
             stop = received[0] if received else signal.SIGINT
             ending = "; shutting down Ray" if ray.is_initialized() else ""

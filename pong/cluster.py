@@ -74,6 +74,22 @@ def local_ray_settings() -> None:
     os.environ.setdefault("RAY_enable_metrics_collection", "0")
 
 
+def _recorded_address() -> str:
+    """What ``--address=auto`` joins, as Ray finds it: the cluster ``ray start`` last
+    recorded on this machine (``/tmp/ray/ray_current_cluster``), else the one running here."""
+    try:
+        from ray._private.services import canonicalize_bootstrap_address_or_die  # private
+    except ImportError:
+        return "auto"  # Ray resolves it in ray.init, without our early check
+    try:
+        return canonicalize_bootstrap_address_or_die("auto")
+    except ConnectionError:
+        raise ClusterError(
+            "--address=auto: no Ray cluster was started on this machine; start one with"
+            " `ray start --head`, give HOST:PORT, or leave --address out for a local Ray"
+        ) from None
+
+
 def _split(address: str) -> tuple[str, int] | None:
     """``"HOST:PORT"`` -> ``(HOST, PORT)``; ``None`` for forms Ray resolves itself ("auto")."""
     if address == "auto" or "://" in address:
@@ -172,7 +188,16 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
     """
     if address is not None and num_cpus is not None:
         raise ClusterError("--num-cpus applies to a local Ray only, not with a cluster address")
-    if address is not None:
+    if address == "auto":
+        address = _recorded_address()
+        try:
+            _check_address(address)
+        except ClusterError as e:  # a head that stopped leaves its address file behind
+            raise ClusterError(
+                f"{e} (--address=auto: the cluster last started here with `ray start`;"
+                " start it again, or give a live HOST:PORT)"
+            ) from None
+    elif address is not None:
         _check_address(address)
     else:
         local_ray_settings()
@@ -219,5 +244,7 @@ def cluster_summary(address: str | None) -> str:
     """One phrase for the start line: where the run is and how big it is."""
     nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
     cpus = int(ray.cluster_resources().get("CPU", 0))
+    if address == "auto":
+        address = ray.get_runtime_context().gcs_address  # the one Ray found
     where = f"the Ray cluster at {address}" if address else "a local Ray"
     return f"{where} ({nodes} node{'s' * (nodes != 1)}, {cpus} CPUs)"

@@ -34,7 +34,10 @@ def cluster(tmp_path_factory):
     which they are found and stopped: no other Ray on the machine is touched.
     """
     tmp = tmp_path_factory.mktemp("cluster")
-    temp_dir = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths
+    # Short, for Ray's socket paths; named "ray" so that RAY_TMPDIR=its parent makes it
+    # the default temp dir, where `ray start` records the cluster for --address=auto.
+    temp_dir = Path(tempfile.mkdtemp(prefix="r", dir="/tmp")) / "ray"
+    temp_dir.mkdir()
     token = tmp / "auth_token"
     token.write_text(secrets.token_hex(32))
     base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
@@ -82,7 +85,7 @@ def cluster(tmp_path_factory):
         yield address, env, base, temp_dir
     finally:
         stop_processes_of(temp_dir)
-        shutil.rmtree(temp_dir, ignore_errors=True)
+        shutil.rmtree(temp_dir.parent, ignore_errors=True)
 
 
 def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> None:
@@ -129,6 +132,24 @@ def test_a_wrong_token_is_refused_with_one_line(cluster, tmp_path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1, proc.stderr
     assert f"the Ray cluster at {address} refused this machine's token" in proc.stderr
+
+
+def test_auto_joins_the_recorded_cluster_and_no_address_starts_a_ray_of_its_own(
+    cluster, tmp_path
+) -> None:
+    address, env, _, temp_dir = cluster
+    here = {**env, "RAY_TMPDIR": str(temp_dir.parent)}  # where `ray start` recorded it
+    recorded = (temp_dir / "ray_current_cluster").read_text().strip()  # this machine's IP
+    assert recorded.endswith(address.rpartition(":")[1:])
+    toy = ["--iterations=1", "--env=PongToy/Catch-v0"]
+    joined = run_driver(["--address=auto", *toy, f"--run-dir={tmp_path / 'a'}"], here)
+    assert joined.returncode == 0, joined.stderr
+    assert joined.stdout.startswith(f"Running on the Ray cluster at {recorded} (2 nodes, 2 CPUs)")
+    alone = run_driver([*toy, "--num-cpus=1", f"--run-dir={tmp_path / 'b'}"], here)
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout.startswith("Running on a local Ray (1 node, 1 CPUs)"), alone.stdout
+    status = _ray(["status", f"--address={address}"], env).stdout  # the cluster lives on
+    assert len(re.findall(r"^ 1 node_", status, re.M)) == 2, status
 
 
 def test_losing_a_node_restarts_its_workers_and_training_goes_on(cluster, tmp_path) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -277,3 +278,59 @@ def test_a_run_whose_ray_never_started_leaves_no_directory_behind(tmp_path, caps
     assert driver.main([f"--address=127.0.0.1:{free_port()}", f"--run-dir={run}"]) == 1
     assert "no Ray cluster answers" in capsys.readouterr().err
     assert not run.exists()
+
+
+def test_auto_with_a_recorded_cluster_that_is_gone_says_so_within_30_s(tmp_path) -> None:
+    port = free_port()
+    (tmp_path / "ray").mkdir()  # RAY_TMPDIR/ray: where `ray start` records its cluster
+    (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{port}\n")
+    start = time.monotonic()
+    proc = run_driver(
+        ["--address=auto", f"--run-dir={tmp_path / 'run'}"],
+        {**_local_env(), "RAY_TMPDIR": str(tmp_path)},
+        timeout=60,
+    )
+    assert time.monotonic() - start < 30
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert re.search(rf"no Ray cluster answers at [\d.]+:{port}: ", proc.stderr)  # as Ray names it
+    assert "--address=auto: the cluster last started here with `ray start`" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("after", [0.15, 0.3, 0.6])
+def test_a_ctrl_c_while_the_libraries_load_is_no_traceback(after, tmp_path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "driver.py", f"--run-dir={tmp_path / 'run'}"],
+        cwd=ROOT,
+        env=_local_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.ray
+def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path) -> None:
+    """``driver.py | head -1``: the run stops when nobody reads, saved, without a traceback."""
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "driver.py", "--env=PongToy/Catch-v0", "--num-cpus=1", f"--run-dir={run}"],
+        cwd=ROOT,
+        env=_local_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    for _ in range(4):  # the start lines, then the first update's
+        proc.stdout.readline()
+    proc.stdout.close()  # as `head` does when it has its lines
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err  # 128 + SIGPIPE, as a shell reports it
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    saved = load(run)
+    assert saved.iteration >= 1 and len(_csv(run / "updates.csv")) == saved.iteration
