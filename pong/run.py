@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from pong.board import EVENTS, Board
 from pong.checkpoint import FILENAME, Checkpoint, CheckpointError, load, save
 from pong.config import Config, fresh_seed
 from pong.errors import UsageError, writing
@@ -66,6 +67,7 @@ class Run:
         self.checkpoint_every = checkpoint_every
         self.checkpoint_path = directory / FILENAME
         self.metrics: MetricsLog | None = None  # opened with the first update's rows
+        self.board: Board | None = None  # TensorBoard's events, opened with them too
         self.saved_at = saved.iteration if saved else 0  # the update the checkpoint holds
         self.lock: IO[str] | None = None
         self.made = False  # this run made the directory (removed again if left empty)
@@ -141,6 +143,11 @@ class Run:
                 raise UsageError(
                     f"{self.directory} already holds a run's {name}; choose another --run-dir"
                 )
+        for path in self.directory.glob(f"{EVENTS}*"):
+            raise UsageError(
+                f"{self.directory} already holds a run's TensorBoard events ({path.name});"
+                " choose another --run-dir"
+            )
 
     def record(self, update: Update, trainer: Trainer) -> None:
         """The metrics of the update ``trainer`` just made; its checkpoint when one is due."""
@@ -149,6 +156,10 @@ class Run:
                 after = self.saved.iteration if self.saved else None
                 self.metrics = MetricsLog(self.directory, after=after)
             self.metrics.record(update, trainer)
+        with writing(self.directory, "the TensorBoard curves stop at the update before"):
+            if self.board is None:  # hides what a killed run logged past the checkpoint
+                self.board = Board(self.directory, self.saved.steps if self.saved else None)
+            self.board.record(update, trainer)
         if trainer.iteration % self.checkpoint_every == 0:
             self.save(trainer)
 
@@ -168,6 +179,10 @@ class Run:
         if self.metrics is not None:
             self.metrics.close()
             self.metrics = None
+        if self.board is not None:
+            with writing(self.directory, "the TensorBoard curves may lack the last update"):
+                self.board.close()
+            self.board = None
         if trainer is not None and trainer.iteration > self.saved_at:
             self.save(trainer)
         if self.lock is not None:

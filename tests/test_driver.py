@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import driver
 from pong.checkpoint import load
@@ -151,6 +152,14 @@ def test_two_updates_then_resume_one_more(tmp_path) -> None:
     assert (resumed.iteration, resumed.episodes) == (3, 6)
     assert resumed.steps == saved.steps + int(batch3[3])
     assert not np.array_equal(resumed.weights["W2"], saved.weights["W2"])  # it trained on
+    # TensorBoard's curves: the CSV's, each update once (two event files, one per driver).
+    board = EventAccumulator(str(run))
+    board.Reload()
+    running_curve = [(e.step, e.value) for e in board.Scalars("charts/running_reward")]
+    assert running_curve == [
+        (int(row["steps"]), pytest.approx(float(row["running_reward"]))) for row in updates
+    ]
+    assert len(board.Scalars("charts/episodic_return")) == 6
 
 
 @pytest.mark.parametrize(

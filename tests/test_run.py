@@ -31,7 +31,7 @@ class StandInTrainer:
         self.steps += 200
         self.running_reward = -21.0
         return SimpleNamespace(
-            iteration=self.iteration, rollouts=2, seconds=1.0, steps_per_second=200.0,
+            iteration=self.iteration, rollouts=2, steps=200, seconds=1.0, steps_per_second=200.0,
             rewards=[-21.0, -21.0], episode_steps=[100, 100],
         )  # fmt: skip
 

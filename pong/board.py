@@ -1,0 +1,65 @@
+"""TensorBoard event files beside the CSVs: ``tensorboard --logdir runs`` shows every run.
+
+The tags are CleanRL's, so its users see the curves they know, and the x axis
+is theirs too: env steps so far (``global_step``).
+
+- ``charts/episodic_return``, ``charts/episodic_length``: each game, at the
+  step it ended.
+- ``charts/SPS``: env steps per second of the update.
+- ``charts/running_reward``: the running mean the driver prints.
+- ``charts/update_seconds``: the update's wall time.
+
+Events are written and flushed with each update, in this thread, so a full
+disk is an ``OSError`` here like any other file's. A resumed run starts its
+file with TensorBoard's restart marker at the step after its checkpoint: the
+events a killed run wrote after that step are hidden, so each step shows once.
+The CSVs stay the run's record; these files are for watching.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tensorboardX.event_file_writer import EventsWriter
+from tensorboardX.proto.event_pb2 import Event, SessionLog
+from tensorboardX.summary import scalar
+
+if TYPE_CHECKING:
+    from pong.train import Trainer, Update
+
+__all__ = ["EVENTS", "Board"]
+
+EVENTS = "events.out.tfevents."  # the start of an event file's name, as TensorBoard's own
+
+
+class Board:
+    """Writes one update's scalars at a time into an event file in ``run_dir``."""
+
+    def __init__(self, run_dir: Path, resumed_at_step: int | None = None) -> None:
+        # The name holds the second it was made; nanoseconds keep a quick resume's name new
+        # and, sorted, after the one before (TensorBoard reads the files in name order).
+        self._events = EventsWriter(str(run_dir / EVENTS.split(".")[0]), f".{time.time_ns()}")
+        if resumed_at_step is not None:  # hide what a killed run logged past its checkpoint
+            self._events.write_event(
+                Event(step=resumed_at_step + 1, session_log=SessionLog(status=SessionLog.START))
+            )
+
+    def record(self, update: Update, trainer: Trainer) -> None:
+        """The scalars of the update ``trainer`` just made, flushed."""
+        step = trainer.steps - update.steps
+        for reward, length in zip(update.rewards, update.episode_steps, strict=True):
+            step += length
+            self._scalar("charts/episodic_return", reward, step)
+            self._scalar("charts/episodic_length", length, step)
+        self._scalar("charts/SPS", update.steps_per_second, trainer.steps)
+        self._scalar("charts/running_reward", trainer.running_reward, trainer.steps)
+        self._scalar("charts/update_seconds", update.seconds, trainer.steps)
+        self._events.flush()
+
+    def close(self) -> None:
+        self._events.close()
+
+    def _scalar(self, tag: str, value: float, step: int) -> None:
+        self._events.write_event(Event(step=step, summary=scalar(tag, float(value))))
