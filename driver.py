@@ -45,7 +45,7 @@ from pong.config import Config, Options, Watch, add_flags, fill, given
 from pong.env import check_env
 from pong.errors import PongError, UsageError
 from pong.evaluate import watch
-from pong.run import Run, signals_stop
+from pong.run import Run, in_ray_job, signals_stop
 from pong.train import Trainer
 
 PROG = "driver.py"
@@ -155,7 +155,12 @@ def farewell(run: Run, trainer: Trainer, first: int) -> str:
     )
     if not run.checkpoint_path.exists():
         return f"{line}; no update finished, so nothing was saved"
-    again = f"{pasteable(sys.executable)} {pasteable(__file__)} --resume {pasteable(run.directory)}"
+    if in_ray_job():  # submitted as a job: continue it as one
+        again = f"ray job submit --working-dir . -- python driver.py --resume {run.directory}"
+    else:
+        again = (
+            f"{pasteable(sys.executable)} {pasteable(__file__)} --resume {pasteable(run.directory)}"
+        )
     return f"{line}; checkpoint: {run.checkpoint_path} (continue with: {again})"
 
 

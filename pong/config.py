@@ -148,7 +148,11 @@ class Options:
         None, positive_int, "N", "CPUs of the local Ray (default: all); not with a cluster address"
     )
     run_dir: Path | None = setting(
-        None, Path, "DIR", "where the checkpoint and metrics go (default: runs/ and the start time)"
+        None,
+        Path,
+        "DIR",
+        "where the checkpoint and metrics go (default: runs/ and the start time; in a Ray job,"
+        " ~/ray_results/pong/ and the start time)",
     )
     checkpoint_every: int = setting(
         10, positive_int, "N", "save a checkpoint every N updates (and always at the end)"

@@ -27,9 +27,26 @@ from pong.errors import UsageError, writing
 from pong.metrics import EPISODES, UPDATES, MetricsLog
 from pong.train import Trainer, Update
 
-__all__ = ["Run", "lock", "signals_stop"]
+__all__ = ["JOB_RUNS", "Run", "in_ray_job", "lock", "signals_stop"]
 
 LOCK = ".lock"  # held by the driver that owns the run directory, for as long as it lives
+JOB_RUNS = "~/ray_results/pong"  # a Ray job's runs: where Ray's own libraries keep theirs
+
+
+def in_ray_job() -> bool:
+    """Whether this driver is a Ray job's entrypoint (``ray job submit``): its working
+    directory is then a temporary copy of the submitted one, deleted with the job."""
+    return "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ  # set by Ray's job supervisor
+
+
+def kept_after_the_job(path: Path, flag: str) -> Path:
+    """``path``, refused when it lies in a Ray job's working directory, which Ray deletes."""
+    if in_ray_job() and not path.is_absolute():
+        raise UsageError(
+            f"{flag} {path}: a Ray job's working directory is deleted with the job; give an"
+            f" absolute path on the head node (a new run's default is {JOB_RUNS}/)"
+        )
+    return path
 
 
 def lock(directory: Path) -> IO[str]:
@@ -75,8 +92,15 @@ class Run:
 
     @classmethod
     def start(cls, directory: Path | None, config: Config, checkpoint_every: int) -> Run:
-        """A new run in ``directory`` (default ``runs/<start time>``); a random seed if none."""
-        directory = directory or Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+        """A new run in ``directory``; a random seed if none.
+
+        The default directory is ``runs/<start time>``, or ``~/ray_results/pong/<start
+        time>`` in a Ray job.
+        """
+        if directory is None:
+            runs = Path(JOB_RUNS).expanduser() if in_ray_job() else Path("runs")
+            directory = runs / time.strftime("%Y%m%d-%H%M%S")
+        directory = kept_after_the_job(directory, "--run-dir")
         if config.seed is None:
             config = dataclasses.replace(config, seed=fresh_seed())
         return cls(directory, config, None, checkpoint_every)
@@ -89,6 +113,7 @@ class Run:
             UsageError: the checkpoint cannot be used, or a flag in ``flags``
                 (settings given on the command line) contradicts its settings.
         """
+        kept_after_the_job(path, "--resume")
         if path.is_file() and path.name != FILENAME:  # a copy: training on would rewind its run
             raise UsageError(
                 f"--resume: {path} is not its run's {FILENAME}; to start a new run from it, copy"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BATCH_LINE, free_port, run_driver, stop_processes_of
+from pong.checkpoint import load
+from tests.helpers import BATCH_LINE, ROOT, free_port, run_driver, stop_processes_of
 
 pytestmark = [pytest.mark.ray, pytest.mark.ale, pytest.mark.cluster]
 
@@ -46,8 +48,10 @@ def cluster(tmp_path_factory):
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN_PATH": str(token),
         "RAY_USAGE_STATS_ENABLED": "0",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{base.get('PATH', '')}",  # the venv's
     }
     address = f"127.0.0.1:{free_port()}"
+    dashboard = f"http://127.0.0.1:{free_port()}"  # the job server
     port = address.rpartition(":")[2]
     try:
         head = _ray(
@@ -57,7 +61,10 @@ def cluster(tmp_path_factory):
                 f"--port={port}",
                 "--node-ip-address=127.0.0.1",
                 "--num-cpus=1",
-                "--include-dashboard=false",
+                "--include-dashboard=true",
+                "--dashboard-host=127.0.0.1",
+                f"--dashboard-port={dashboard.rpartition(':')[2]}",
+                f"--dashboard-agent-listen-port={free_port()}",
                 f"--temp-dir={temp_dir}",
             ],
             env,
@@ -69,6 +76,7 @@ def cluster(tmp_path_factory):
                 f"--address={address}",
                 "--node-ip-address=127.0.0.1",
                 "--num-cpus=1",
+                f"--dashboard-agent-listen-port={free_port()}",
                 f"--temp-dir={temp_dir}",
             ],
             env,
@@ -82,7 +90,7 @@ def cluster(tmp_path_factory):
             time.sleep(1)
         else:
             pytest.fail(f"the second node never joined:\n{status}")
-        yield address, env, base, temp_dir
+        yield address, env, base, temp_dir, dashboard
     finally:
         stop_processes_of(temp_dir)
         shutil.rmtree(temp_dir.parent, ignore_errors=True)
@@ -110,7 +118,7 @@ def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> No
 
 
 def test_a_client_without_the_token_mode_is_told_what_to_set(cluster) -> None:
-    address, _, base, _ = cluster
+    address, _, base, *_ = cluster
     start = time.monotonic()
     proc = run_driver([f"--address={address}", "--iterations=1"], base, timeout=120)
     assert time.monotonic() - start < 30
@@ -137,7 +145,7 @@ def test_a_wrong_token_is_refused_with_one_line(cluster, tmp_path) -> None:
 def test_auto_joins_the_recorded_cluster_and_no_address_starts_a_ray_of_its_own(
     cluster, tmp_path
 ) -> None:
-    address, env, _, temp_dir = cluster
+    address, env, _, temp_dir, _ = cluster
     here = {**env, "RAY_TMPDIR": str(temp_dir.parent)}  # where `ray start` recorded it
     recorded = (temp_dir / "ray_current_cluster").read_text().strip()  # this machine's IP
     assert recorded.endswith(address.rpartition(":")[1:])
@@ -152,11 +160,69 @@ def test_auto_joins_the_recorded_cluster_and_no_address_starts_a_ray_of_its_own(
     assert len(re.findall(r"^ 1 node_", status, re.M)) == 2, status
 
 
+def _submit(dashboard: str, env: dict[str, str], home: Path, args: list[str], *flags: str):
+    """``ray job submit --working-dir .`` from the repository root, as the README has it."""
+    return subprocess.run(
+        [
+            RAY,
+            "job",
+            "submit",
+            f"--address={dashboard}",
+            "--working-dir=.",
+            f"--runtime-env-json={json.dumps({'env_vars': {'HOME': str(home)}})}",
+            *flags,
+            "--",
+            "python",
+            "driver.py",
+            "--env=PongToy/Catch-v0",
+            *args,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_ray_job_trains_and_its_run_outlives_the_job(cluster, tmp_path) -> None:
+    address, env, _, temp_dir, dashboard = cluster
+    job = _submit(dashboard, env, tmp_path, ["--batch-size=2", "--iterations=2", "--seed=1"])
+    assert job.returncode == 0 and "succeeded" in job.stdout, job.stdout + job.stderr
+    [run] = (tmp_path / "ray_results" / "pong").iterdir()  # not in the job's working_dir copy
+    lines = job.stdout.splitlines()
+    assert any(line.startswith("Running on the Ray cluster at ") for line in lines)
+    assert f"Run directory: {run} (" in job.stdout
+    [done] = [line for line in lines if line.startswith("Done: 2 updates")]
+    assert f"ray job submit --working-dir . -- python driver.py --resume {run}" in done
+    saved = load(run)
+    assert saved.iteration == 2 and len((run / "updates.csv").read_text().splitlines()) == 3
+    assert str(temp_dir) not in str(run)
+
+
+def test_ray_job_stop_keeps_the_last_update(cluster, tmp_path) -> None:
+    _, env, _, _, dashboard = cluster
+    run = tmp_path / "run"
+    job = _submit(dashboard, env, tmp_path, ["--batch-size=2", f"--run-dir={run}"], "--no-wait")
+    assert job.returncode == 0, job.stderr
+    [job_id] = re.findall(r"raysubmit_\w+", job.stdout)[:1]
+    deadline = time.monotonic() + 120
+    while not (run / "updates.csv").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    stop = _ray(["job", "stop", f"--address={dashboard}", job_id], env)
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    logs = _ray(["job", "logs", f"--address={dashboard}", job_id], env).stdout
+    assert "Interrupted by SIGTERM; shutting down Ray." in logs and "Traceback" not in logs, logs
+    saved = load(run)  # saved on the way out, within Ray's 3 s before SIGKILL
+    assert saved.iteration >= 1
+    assert len((run / "updates.csv").read_text().splitlines()) == saved.iteration + 1
+
+
 def test_losing_a_node_restarts_its_workers_and_training_goes_on(cluster, tmp_path) -> None:
     """Last in this module: it takes the second node down for good."""
     from tests.test_faults import start_driver, wait_for
 
-    address, env, _, temp_dir = cluster
+    address, env, _, temp_dir, _ = cluster
     out = tmp_path / "out.txt"
     proc = start_driver(
         [

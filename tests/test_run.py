@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -160,3 +161,18 @@ def test_a_directory_the_run_made_and_left_empty_is_removed_on_close(tmp_path) -
     kept.open()
     kept.close()
     assert tmp_path.is_dir()
+
+
+def test_in_a_ray_job_runs_go_where_the_job_cannot_take_them(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")  # as Ray's job supervisor sets it
+    monkeypatch.setenv("HOME", str(tmp_path))
+    run = Run.start(None, Config(seed=1), checkpoint_every=10)
+    assert run.directory.parent == tmp_path / "ray_results" / "pong"
+    for start in (
+        lambda: Run.start(Path("runs/x"), Config(seed=1), checkpoint_every=10),
+        lambda: Run.resume(Path("runs/x"), {}, checkpoint_every=10),
+    ):
+        with pytest.raises(UsageError, match="a Ray job's working directory is deleted with"):
+            start()
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR")
+    assert Run.start(None, Config(seed=1), checkpoint_every=10).directory.parent == Path("runs")
