@@ -35,6 +35,7 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _stopped_while_loading)
 
 import argparse
+import json
 import shlex
 from collections.abc import Sequence
 
@@ -155,8 +156,13 @@ def farewell(run: Run, trainer: Trainer, first: int) -> str:
     )
     if not run.checkpoint_path.exists():
         return f"{line}; no update finished, so nothing was saved"
-    if in_ray_job():  # submitted as a job: continue it as one
-        again = f"ray job submit --working-dir . -- python driver.py --resume {run.directory}"
+    if in_ray_job():  # submitted as a job: continue it as one, with the same packages
+        job = json.loads(os.environ["RAY_JOB_CONFIG_JSON_ENV_VAR"]).get("runtime_env") or {}
+        pip = " --runtime-env runtime_env.yaml" if "pip" in job else ""
+        again = (
+            f"ray job submit --working-dir .{pip} -- python driver.py"
+            f" --resume {shlex.quote(str(run.directory))}"
+        )
     else:
         again = (
             f"{pasteable(sys.executable)} {pasteable(__file__)} --resume {pasteable(run.directory)}"

@@ -90,6 +90,18 @@ def _recorded_address() -> str:
         ) from None
 
 
+def _send_token_if_at_hand() -> None:
+    """With ``RAY_AUTH_MODE`` unset and a token here, authenticate with it, as ``ray start``
+    does and as every client will once Ray makes token authentication the default (2.61)."""
+    try:  # private; without it, RAY_AUTH_MODE=token does the same
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
 def _split(address: str) -> tuple[str, int] | None:
     """``"HOST:PORT"`` -> ``(HOST, PORT)``; ``None`` for forms Ray resolves itself ("auto")."""
     if address == "auto" or "://" in address:
@@ -188,6 +200,13 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
     """
     if address is not None and num_cpus is not None:
         raise ClusterError("--num-cpus applies to a local Ray only, not with a cluster address")
+    # A new local Ray turns token authentication on and says how to opt out; we
+    # keep it on, so the advice is noise here.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
+        logging.ERROR
+    )
+    if address is not None:
+        _send_token_if_at_hand()
     if address == "auto":
         address = _recorded_address()
         try:
@@ -201,11 +220,6 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
         _check_address(address)
     else:
         local_ray_settings()
-    # A new local Ray turns token authentication on and says how to opt out; we
-    # keep it on, so the advice is noise here.
-    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
-        logging.ERROR
-    )
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         ray.init(

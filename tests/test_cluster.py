@@ -28,6 +28,35 @@ def _ray(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([RAY, *args], env=env, capture_output=True, text=True, timeout=120)
 
 
+def _start_head(env: dict[str, str], temp_dir: Path, cpus: int):
+    """``ray start --head`` on loopback with the job server: (address, dashboard URL, result)."""
+    address, dashboard = f"127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+    head = _ray(
+        [
+            "start",
+            "--head",
+            f"--port={address.rpartition(':')[2]}",
+            "--node-ip-address=127.0.0.1",
+            f"--num-cpus={cpus}",
+            "--include-dashboard=true",
+            "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={dashboard.rpartition(':')[2]}",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--temp-dir={temp_dir}",
+        ],
+        env,
+    )
+    return address, dashboard, head
+
+
+def _private_temp_dir() -> Path:
+    """Short, for Ray's socket paths; named "ray" so that RAY_TMPDIR=its parent makes it
+    the default temp dir, where `ray start` records the cluster for --address=auto."""
+    temp_dir = Path(tempfile.mkdtemp(prefix="r", dir="/tmp")) / "ray"
+    temp_dir.mkdir()
+    return temp_dir
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """Head and one worker node, 1 CPU each; token authentication on; stopped afterwards.
@@ -36,10 +65,7 @@ def cluster(tmp_path_factory):
     which they are found and stopped: no other Ray on the machine is touched.
     """
     tmp = tmp_path_factory.mktemp("cluster")
-    # Short, for Ray's socket paths; named "ray" so that RAY_TMPDIR=its parent makes it
-    # the default temp dir, where `ray start` records the cluster for --address=auto.
-    temp_dir = Path(tempfile.mkdtemp(prefix="r", dir="/tmp")) / "ray"
-    temp_dir.mkdir()
+    temp_dir = _private_temp_dir()
     token = tmp / "auth_token"
     token.write_text(secrets.token_hex(32))
     base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
@@ -50,25 +76,8 @@ def cluster(tmp_path_factory):
         "RAY_USAGE_STATS_ENABLED": "0",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{base.get('PATH', '')}",  # the venv's
     }
-    address = f"127.0.0.1:{free_port()}"
-    dashboard = f"http://127.0.0.1:{free_port()}"  # the job server
-    port = address.rpartition(":")[2]
     try:
-        head = _ray(
-            [
-                "start",
-                "--head",
-                f"--port={port}",
-                "--node-ip-address=127.0.0.1",
-                "--num-cpus=1",
-                "--include-dashboard=true",
-                "--dashboard-host=127.0.0.1",
-                f"--dashboard-port={dashboard.rpartition(':')[2]}",
-                f"--dashboard-agent-listen-port={free_port()}",
-                f"--temp-dir={temp_dir}",
-            ],
-            env,
-        )
+        address, dashboard, head = _start_head(env, temp_dir, cpus=1)
         assert head.returncode == 0, head.stderr
         node = _ray(
             [
@@ -117,10 +126,11 @@ def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> No
     assert sum(bool(BATCH_LINE.match(line)) for line in lines) == 2, proc.stdout
 
 
-def test_a_client_without_the_token_mode_is_told_what_to_set(cluster) -> None:
+def test_a_client_without_a_token_is_told_what_to_set(cluster, tmp_path) -> None:
     address, _, base, *_ = cluster
     start = time.monotonic()
-    proc = run_driver([f"--address={address}", "--iterations=1"], base, timeout=120)
+    nowhere = {**base, "HOME": str(tmp_path)}  # no ~/.ray/auth_token, no RAY_AUTH_* variables
+    proc = run_driver([f"--address={address}", "--iterations=1"], nowhere, timeout=120)
     assert time.monotonic() - start < 30
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1, proc.stderr
@@ -216,6 +226,36 @@ def test_ray_job_stop_keeps_the_last_update(cluster, tmp_path) -> None:
     saved = load(run)  # saved on the way out, within Ray's 3 s before SIGKILL
     assert saved.iteration >= 1
     assert len((run / "updates.csv").read_text().splitlines()) == saved.iteration + 1
+
+
+def test_with_ray_auth_mode_unset_and_a_token_at_hand_both_paths_work(tmp_path) -> None:
+    """Ray 2.61 makes token authentication the default; with the mode unset, `ray start`
+    already turns it on where a token exists. The driver joins such a cluster with the
+    token at hand, and the README's job steps hold."""
+    token = tmp_path / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RAY_")},
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    temp_dir = _private_temp_dir()
+    try:
+        address, dashboard, head = _start_head(env, temp_dir, cpus=2)
+        assert head.returncode == 0, head.stderr
+        args = ["--env=PongToy/Catch-v0", "--iterations=1", "--batch-size=2"]
+        direct = run_driver([f"--address={address}", *args, f"--run-dir={tmp_path / 'a'}"], env)
+        assert direct.returncode == 0, direct.stderr
+        assert load(tmp_path / "a").iteration == 1
+        # Ray's CLI before 2.61 sends the token only when told to; the README tells it to.
+        told = {**env, "RAY_AUTH_MODE": "token"}
+        job = _submit(dashboard, told, tmp_path, [*args, f"--run-dir={tmp_path / 'b'}"])
+        assert job.returncode == 0 and "succeeded" in job.stdout, job.stdout + job.stderr
+        assert load(tmp_path / "b").iteration == 1
+    finally:
+        stop_processes_of(temp_dir)
+        shutil.rmtree(temp_dir.parent, ignore_errors=True)
 
 
 def test_losing_a_node_restarts_its_workers_and_training_goes_on(cluster, tmp_path) -> None:
