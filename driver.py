@@ -41,7 +41,7 @@ from collections.abc import Sequence
 
 import ray
 
-from pong.cluster import check_memory, cluster_summary, connect, resolve_address
+from pong.cluster import ClusterError, check_memory, cluster_summary, connect, resolve_address
 from pong.config import Config, Options, Watch, add_flags, fill, given
 from pong.env import check_env
 from pong.errors import PongError, UsageError
@@ -130,7 +130,10 @@ def train(run: Run, iterations: int | None) -> None:
             flush=True,
         )
         while iterations is None or trainer.iteration - first < iterations:
-            update = trainer.step()
+            try:
+                update = trainer.step()
+            except OSError as e:  # Ray's link to this machine's node broke: its raylet is gone
+                raise ClusterError(f"lost this machine's Ray node: {e.strerror or e}") from None
             for message in update.messages:
                 print(message, flush=True)
             run.record(update, trainer)

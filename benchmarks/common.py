@@ -117,6 +117,7 @@ def start_local_ray(num_cpus: int | None, log_to_driver: bool = True) -> int:
     """A fresh local Ray with the settings driver.py gives one, logging errors only; its CPUs."""
     local_ray_settings()
     ray.init(
+        address="local",  # a Ray of its own, never a cluster running on this machine
         num_cpus=num_cpus,
         include_dashboard=False,
         logging_level="ERROR",

@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import threading
+import warnings
 from collections.abc import Iterator
 
 import ray
@@ -220,6 +221,8 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
         _check_address(address)
     else:
         local_ray_settings()
+    # Ray 2.52-2.5x: a tip about GPU variables, for a program that uses no GPU.
+    warnings.filterwarnings("ignore", "Tip: In future versions of Ray", FutureWarning)
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         ray.init(

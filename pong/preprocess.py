@@ -50,7 +50,7 @@ def preprocess(frame: np.ndarray) -> np.ndarray:
         >>> frame = np.full((210, 160, 3), 144, dtype=np.uint8)
         >>> frame[35, 0, 0] = 236  # the ball, in the first kept pixel
         >>> x = preprocess(frame)
-        >>> x.shape, x.sum(), x[0]
-        ((6400,), np.float64(1.0), np.float64(1.0))
+        >>> x.shape, float(x.sum()), float(x[0])
+        ((6400,), 1.0, 1.0)
     """
     return binarize(frame).astype(np.float64)

@@ -335,8 +335,9 @@ def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    for _ in range(4):  # the start lines, then the first update's
-        proc.stdout.readline()
+    for line in iter(proc.stdout.readline, b""):  # the start lines, then the first update's
+        if line.startswith(b"Batch 1 "):
+            break
     proc.stdout.close()  # as `head` does when it has its lines
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err  # 128 + SIGPIPE, as a shell reports it
