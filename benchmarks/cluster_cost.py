@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -46,12 +45,13 @@ def timed_updates(batch_size: int, env_id: str, updates: int) -> tuple[int, floa
     return sum(u.steps for u in timed), sum(u.seconds for u in timed)
 
 
-def loopback_cluster(cpus: int) -> tuple[str, Path]:
-    """Two nodes of ``cpus // 2`` CPUs on 127.0.0.1, token auth on: (address, temp dir)."""
-    temp_dir = Path(tempfile.mkdtemp(prefix="rb", dir="/tmp"))
-    token = temp_dir / "auth_token"
-    token.write_text(secrets.token_hex(32))
-    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token))
+def loopback_cluster(cpus: int, temp_dir: Path) -> str:
+    """Two nodes of ``cpus // 2`` CPUs on 127.0.0.1, token auth on, files in ``temp_dir``.
+
+    Call it after a local Ray has run in this process: that made sure of a token.
+    """
+    # The token the local Ray before it used (~/.ray/auth_token): Ray loads one per process.
+    os.environ["RAY_AUTH_MODE"] = "token"
     address = f"127.0.0.1:{free_port()}"
     common = ["--node-ip-address=127.0.0.1", f"--num-cpus={cpus // 2}", f"--temp-dir={temp_dir}"]
     # Ray's own defaults, as a user's cluster has them, not those driver.py gives a local Ray
@@ -63,7 +63,7 @@ def loopback_cluster(cpus: int) -> tuple[str, Path]:
         subprocess.run([RAY, "start", *args, *common], check=True, capture_output=True, env=env)
     while sum(n["Alive"] for n in _nodes(address)) < 2:
         time.sleep(1)
-    return address, temp_dir
+    return address
 
 
 def _nodes(address: str) -> list[dict]:
@@ -89,16 +89,15 @@ def main() -> None:
         steps, seconds = timed_updates(args.batch_size, args.env, args.updates)
         ray.shutdown()
         local = steps / seconds
-        address, temp_dir = loopback_cluster(cpus)
+        temp_dir = Path(tempfile.mkdtemp(prefix="rb", dir="/tmp"))
         try:
+            address = loopback_cluster(cpus, temp_dir)
             ray.init(address=address, logging_level="ERROR")
             steps, seconds = timed_updates(args.batch_size, args.env, args.updates)
             ray.shutdown()
         finally:
             stop_processes_of(temp_dir)
             shutil.rmtree(temp_dir, ignore_errors=True)
-            for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH"):
-                os.environ.pop(name, None)
         cluster = steps / seconds
         rows.append([round_, f"{local:,.0f}", f"{cluster:,.0f}", f"{cluster / local:.2f}"])
         print(f"round {round_}: local {local:,.0f} steps/s, cluster {cluster:,.0f}", flush=True)
