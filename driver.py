@@ -46,7 +46,8 @@ from pong.config import Config, Options, Watch, add_flags, fill, given
 from pong.env import check_env
 from pong.errors import PongError, UsageError
 from pong.evaluate import watch
-from pong.run import Run, in_ray_job, signals_stop
+from pong.run import Run, in_ray_job
+from pong.stops import held_back, signals_stop
 from pong.train import Trainer
 
 PROG = "driver.py"
@@ -131,19 +132,21 @@ def train(run: Run, iterations: int | None) -> None:
         )
         while iterations is None or trainer.iteration - first < iterations:
             try:
-                update = trainer.step()
+                update = trainer.play()  # a stop while the games run loses only them
             except OSError as e:  # Ray's link to this machine's node broke: its raylet is gone
                 raise ClusterError(f"lost this machine's Ray node: {e.strerror or e}") from None
-            for message in update.messages:
-                print(message, flush=True)
-            run.record(update, trainer)
-            print(
-                f"Batch {update.iteration} computed {update.rollouts} rollouts"
-                f" ({update.steps} steps) in {update.seconds:.2f} seconds"
-                f" ({update.steps_per_second:.0f} steps/s), running mean is"
-                f" {trainer.running_reward:.2f}",
-                flush=True,
-            )
+            with held_back():  # applied, counted, recorded and printed, or none of these
+                trainer.apply(update)
+                run.record(update, trainer)
+                for message in update.messages:
+                    print(message, flush=True)
+                print(
+                    f"Batch {update.iteration} computed {update.rollouts} rollouts"
+                    f" ({update.steps} steps) in {update.seconds:.2f} seconds"
+                    f" ({update.steps_per_second:.0f} steps/s), running mean is"
+                    f" {trainer.running_reward:.2f}",
+                    flush=True,
+                )
     finally:
         run.close(trainer)
         if trainer is not None:
@@ -204,6 +207,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
             print(f"{PROG}: stopped: its output was closed", file=sys.stderr, flush=True)
             return 128 + signal.SIGPIPE.value
+        except OSError as e:  # a file or socket the checks before could not foresee
+            where = f"{e.filename}: " if e.filename else ""
+            print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)
+            return 1
         except KeyboardInterrupt:
             stop = received[0] if received else signal.SIGINT
             ending = "; shutting down Ray" if ray.is_initialized() else ""

@@ -16,6 +16,7 @@ import socket
 import threading
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import ray
 
@@ -234,8 +235,39 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
         )
     except (ConnectionError, ValueError, RuntimeError, ray.exceptions.RayError) as e:
         _raise_for(address or "local", e)
+    except (KeyboardInterrupt, SystemExit) as stop:  # stopped while Ray was starting
+        _stop_what_ray_init_started()
+        if isinstance(stop, SystemExit):  # Ray's own SIGTERM handler, in place in ray.init
+            signal.signal(signal.SIGTERM, sigterm)
+            signal.raise_signal(signal.SIGTERM)  # ours again: it stops the run as SIGTERM does
+        raise
     finally:
         signal.signal(signal.SIGTERM, sigterm)  # ray.init sets its own; the caller's stays
+
+
+def _stop_what_ray_init_started() -> None:
+    """End the processes a ``ray.init`` cut short had started: this process's descendants.
+
+    ``ray.shutdown`` knows them only once ``ray.init`` has returned. Linux only
+    (``/proc``); elsewhere they end themselves when they lose their raylet.
+    """
+    ray.shutdown()
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rpartition(")")[2].split()[1])  # the field after the state
+        children.setdefault(parent, []).append(int(entry.name))
+    ours, todo = [], list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        ours.append(pid)
+        todo.extend(children.get(pid, []))
+    for pid in ours:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 WORKER_MEMORY = 60 * 2**20  # bytes of its own a RolloutWorker playing Pong holds (about 57 MB)

@@ -1,10 +1,9 @@
-"""A run's life, with one owner: its directory, checkpoint and metrics, and how it stops.
+"""A run's life, with one owner: its directory, checkpoint and metrics.
 
 ``Run.start`` makes a new run, ``Run.resume`` continues a saved one with its
 own settings. ``Run.record`` writes each finished update's metrics and, every
 ``checkpoint_every`` updates, its checkpoint; ``Run.close`` saves whatever the
-last checkpoint lacks. ``signals_stop`` makes SIGTERM stop a run the way
-Ctrl-C does.
+last checkpoint lacks.
 """
 
 from __future__ import annotations
@@ -12,11 +11,8 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import os
-import signal
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,7 +23,7 @@ from pong.errors import UsageError, writing
 from pong.metrics import EPISODES, UPDATES, MetricsLog
 from pong.train import Trainer, Update
 
-__all__ = ["JOB_RUNS", "Run", "in_ray_job", "lock", "signals_stop"]
+__all__ = ["JOB_RUNS", "Run", "in_ray_job", "lock"]
 
 LOCK = ".lock"  # held by the driver that owns the run directory, for as long as it lives
 JOB_RUNS = "~/ray_results/pong"  # a Ray job's runs: where Ray's own libraries keep theirs
@@ -225,29 +221,3 @@ def saved_stamp(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return stat.st_ino, stat.st_mtime_ns
-
-
-@contextmanager
-def signals_stop() -> Iterator[list[signal.Signals]]:
-    """The first SIGINT or SIGTERM raises ``KeyboardInterrupt``; yields the signals received.
-
-    Later ones are only counted, so that an impatient second Ctrl-C cannot cut
-    short the final checkpoint or Ray's shutdown. Installed explicitly: a
-    shell starts background jobs with SIGINT ignored. The previous handlers
-    come back on exit.
-    """
-    received: list[signal.Signals] = []
-
-    def interrupt(signum: int, frame: object) -> None:
-        received.append(signal.Signals(signum))
-        if len(received) == 1:
-            # KeyboardInterrupt, not an exception of our own: Ray's blocking calls
-            # turn anything else raised by a signal handler into a SystemError.
-            raise KeyboardInterrupt
-
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

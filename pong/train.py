@@ -1,10 +1,11 @@
 """The training loop's state and one update, as Ray's Pong example has it.
 
-``Trainer.step`` puts the model in the object store once, starts a game on
-every ``RolloutWorker``, adds each gradient up as it arrives (``ray.wait``)
-and applies RMSProp. When each game may start and what to do about a worker
-Ray is restarting is ``pong.schedule.Games``'s business; counting the games
-of an update is ``Update``'s.
+``Trainer.step`` is one update: ``play`` puts the model in the object store
+once, starts a game on every ``RolloutWorker`` and adds each gradient up as it
+arrives (``ray.wait``); ``apply`` applies RMSProp and counts the update. When
+each game may start and what to do about a worker Ray is restarting is
+``pong.schedule.Games``'s business; counting the games of an update is
+``Update``'s.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class Update:
     messages: list[str] = field(default_factory=list)  # notes and warnings, one line each
     left_out: int = 0  # games whose gradient was not finite
     seconds: float = 0.0  # wall time of the whole update
+    started: float = 0.0  # time.perf_counter() when it began
 
     def add(self, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
         """Count one game: its gradient into ``grad_buffer``, its score into the running mean."""
@@ -112,9 +114,14 @@ class Trainer:
         self.games = Games([spread.remote(config.env, s) for s in worker_seeds])  # waits for them
 
     def step(self) -> Update:
-        """Play one game per worker and apply one RMSProp update of their summed gradients."""
-        start = time.perf_counter()
-        update = Update(self.iteration + 1, self.running_reward)
+        """One update: play a game per worker (``play``), then RMSProp (``apply``)."""
+        update = self.play()
+        self.apply(update)
+        return update
+
+    def play(self) -> Update:
+        """Play one game per worker and sum their gradients; nothing is applied yet."""
+        update = Update(self.iteration + 1, self.running_reward, started=time.perf_counter())
         for g in self.grad_buffer.values():
             g.fill(0)  # here, not after the update: a stopped update leaves a partial sum
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
@@ -129,11 +136,14 @@ class Trainer:
                 continue
             self.games.played_on(i, result.node)
             update.add(result, self.grad_buffer)
+        return update
+
+    def apply(self, update: Update) -> None:
+        """Apply RMSProp with ``update``'s gradient sum and count it in the state."""
         self._apply(update)
-        update.seconds = time.perf_counter() - start
+        update.seconds = time.perf_counter() - update.started
         update.messages[:0] = self.games.notes  # a re-sent call's note, if any, comes first
         self._count(update)
-        return update
 
     def _apply(self, update: Update) -> None:
         """RMSProp with the batch's gradient sum, unless the weights would stop being finite.

@@ -3,10 +3,13 @@ from __future__ import annotations
 import csv
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +17,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import driver
 from pong.checkpoint import load
-from tests.helpers import BATCH_LINE, ROOT, free_port, run_driver
+from tests.helpers import BATCH_LINE, ROOT, free_port, run_driver, stop_processes_of
 
 
 @pytest.mark.parametrize(
@@ -344,3 +347,45 @@ def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path) -> None:
     assert "Traceback" not in err and "Exception ignored" not in err, err
     saved = load(run)
     assert saved.iteration >= 1 and len(_csv(run / "updates.csv")) == saved.iteration
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code, tmp_path) -> None:
+    # This run's Ray keeps its files here (short: socket paths), found by it, and only it.
+    private = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "driver.py", "--env=PongToy/Catch-v0", f"--run-dir={run}"],
+        cwd=ROOT,
+        env={**_local_env(), "RAY_TMPDIR": str(private)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not run.exists() and time.monotonic() < deadline:  # made just before ray.init
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        time.sleep(1)
+        left = [pid for pid, cmd in _processes() if str(private).encode() in cmd]
+    finally:
+        proc.kill()
+        stop_processes_of(private)
+        shutil.rmtree(private, ignore_errors=True)
+    assert proc.returncode == code, (out, err)
+    assert f"Interrupted by {sig.name}" in err and "Traceback" not in err, err
+    assert left == [], "Ray processes outlived the driver"
+    assert not run.exists()  # nothing was trained, so nothing was kept
+
+
+def _processes():
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                yield int(entry.name), (entry / "cmdline").read_bytes()
+            except OSError:
+                continue

@@ -1,9 +1,8 @@
-"""Run: a run directory's checkpoint and metrics; signals_stop (no Ray: a stand-in trainer)."""
+"""Run: a run directory's checkpoint and metrics (no Ray: a stand-in trainer)."""
 
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,7 +13,7 @@ from pong.checkpoint import FILENAME, Checkpoint, load, save
 from pong.config import Config
 from pong.errors import RunFileError, UsageError
 from pong.model import Model, zeros_like_weights
-from pong.run import Run, signals_stop
+from pong.run import Run
 
 
 class StandInTrainer:
@@ -76,28 +75,6 @@ def test_resume_keeps_the_run_s_settings_and_refuses_contradicting_flags(tmp_pat
         Run.resume(tmp_path, {"batch_size": 3}, checkpoint_every=10)
     with pytest.raises(UsageError, match="--resume: .*no such checkpoint file"):
         Run.resume(tmp_path / "nowhere", {}, checkpoint_every=10)
-
-
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signals_stop_raises_keyboard_interrupt_and_restores_the_handlers(sig) -> None:
-    before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(KeyboardInterrupt), signals_stop() as received:
-        os.kill(os.getpid(), sig)
-        signal.sigtimedwait([], 0)  # give the handler its chance in the main thread
-    assert received == [sig]
-    assert signal.getsignal(signal.SIGTERM) is before
-
-
-def test_a_second_signal_is_counted_but_does_not_interrupt_again() -> None:
-    with pytest.raises(KeyboardInterrupt), signals_stop() as received:
-        try:
-            os.kill(os.getpid(), signal.SIGTERM)
-            signal.sigtimedwait([], 0)
-        finally:  # the stopping run's last work: a second signal must not cut it short
-            os.kill(os.getpid(), signal.SIGINT)
-            signal.sigtimedwait([], 0)
-            saved = True
-    assert saved and received == [signal.SIGTERM, signal.SIGINT]
 
 
 def test_a_second_owner_of_a_run_directory_is_refused_naming_the_first(tmp_path) -> None:
