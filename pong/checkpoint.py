@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import zipfile
 from collections.abc import Iterator
@@ -141,7 +142,10 @@ def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
     try:
-        with np.load(path, allow_pickle=False) as data:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):  # an .npy array, under this name
+            raise CheckpointError(f"{path}: not a pong checkpoint (a single array)")
+        with data:
             if "meta" not in data.files:
                 raise CheckpointError(f"{path}: not a pong checkpoint (no meta in it)")
             meta = json.loads(str(data["meta"]))
@@ -172,6 +176,8 @@ def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
             raise CheckpointError(
                 f"{path}: {k} has shape {arrays[k].shape}, this network needs {shape}"
             )
+        if arrays[k].dtype.kind != "f":
+            raise CheckpointError(f"{path}: {k} holds {arrays[k].dtype} values, not numbers")
         if not np.isfinite(arrays[k]).all():
             raise CheckpointError(f"{path}: {k} holds NaN or infinite values")
     cache = None
@@ -184,11 +190,11 @@ def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
                 "W2": arrays["W2"].astype(np.float64),
             },
             rmsprop_cache=cache,
-            iteration=int(meta["iteration"]),
-            episodes=int(meta["episodes"]),
-            steps=int(meta["steps"]),
-            running_reward=_optional_float(meta["running_reward"]),
-            best_running_reward=_optional_float(meta["best_running_reward"]),
+            iteration=_count(meta, "iteration"),
+            episodes=_count(meta, "episodes"),
+            steps=_count(meta, "steps"),
+            running_reward=_optional_float(meta, "running_reward"),
+            best_running_reward=_optional_float(meta, "best_running_reward"),
             config=Config.from_dict({**meta["settings"], "seed": meta["seed"]}),
         )
     except KeyError as e:
@@ -197,5 +203,19 @@ def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
         raise CheckpointError(f"{path}: damaged checkpoint metadata ({e})") from None
 
 
-def _optional_float(value: object) -> float | None:
-    return None if value is None else float(value)
+def _count(meta: dict, name: str) -> int:
+    """A counter of ``meta``: a non-negative integer (JSON's true is not one)."""
+    value = meta[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name}: expected a non-negative integer, got {value!r}")
+    return value
+
+
+def _optional_float(meta: dict, name: str) -> float | None:
+    """A running mean of ``meta``: a finite number, or null before any game."""
+    value = meta[name]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name}: expected a finite number or null, got {value!r}")
+    return float(value)

@@ -28,11 +28,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"argument output: must end in .npz, got {str(args.output)!r}")
     if not args.output.parent.is_dir():
         parser.error(f"argument output: no such directory {args.output.parent}")
+    if args.output.exists():  # it could be a run's checkpoint: never write over a file
+        parser.error(f"argument output: {args.output} exists; choose a new name")
     try:
         checkpoint = load(args.checkpoint, policy=True)
     except CheckpointError as e:
         parser.error(f"argument checkpoint: {e}")
-    save_policy(args.output, checkpoint)
+    try:
+        save_policy(args.output, checkpoint)
+    except OSError as e:
+        parser.exit(1, f"{parser.prog}: error: could not write {args.output}: {e.strerror or e}\n")
     running = checkpoint.running_reward
     print(
         f"Wrote {args.output} ({args.output.stat().st_size / 1e6:.1f} MB): the float32 policy"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pong.checkpoint import atomic_open
+from pong.errors import UsageError
 
 if TYPE_CHECKING:
     from pong.train import Trainer, Update
@@ -97,18 +98,39 @@ class MetricsLog:
 
 
 def _drop_rows_after(path: Path, update: int) -> None:
-    """Rewrite ``path`` (atomically) without the rows whose update is later than ``update``."""
+    """Rewrite ``path`` (atomically) without the rows whose update is later than ``update``.
+
+    A last line without its newline was cut off by a kill while being written,
+    and goes too.
+
+    Raises:
+        UsageError: a line that is not a metrics row (the file was edited).
+    """
     if not path.exists():
         return
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        rows = list(reader)
-        fields = reader.fieldnames
-    kept = [row for row in rows if int(row["update"]) <= update]
-    if len(kept) == len(rows) or fields is None:
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a metrics file (not UTF-8 text)") from None
+    lines = text.splitlines(keepends=True)
+    torn = bool(lines) and not lines[-1].endswith("\n")
+    if torn:
+        lines.pop()
+    reader = csv.DictReader(lines)
+    kept, rows = [], 0
+    for row in reader:
+        rows += 1
+        try:
+            if int(row["update"]) <= update:
+                kept.append(row)
+        except (KeyError, TypeError, ValueError):
+            raise UsageError(
+                f"{path}, line {reader.line_num}: not a metrics row; remove it and resume again"
+            ) from None
+    if reader.fieldnames is None or (len(kept) == rows and not torn):
         return
     with atomic_open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
+        writer = csv.DictWriter(f, fieldnames=reader.fieldnames)
         writer.writeheader()
         writer.writerows(kept)
 

@@ -150,6 +150,9 @@ class Run:
             self._check_empty()
         elif saved_stamp(self.checkpoint_path) != self.stamp:  # another driver saved meanwhile
             raise UsageError(f"{self.checkpoint_path} changed since it was read; try again")
+        else:  # drops the rows of updates the checkpoint lacks, before Ray starts
+            with writing(self.directory / UPDATES, "the metrics were left as they were"):
+                self.metrics = MetricsLog(self.directory, after=self.saved.iteration)
 
     def _check_empty(self) -> None:
         """Refuse a new run in a directory that holds an earlier run's checkpoint or metrics."""
@@ -173,9 +176,8 @@ class Run:
     def record(self, update: Update, trainer: Trainer) -> None:
         """The metrics of the update ``trainer`` just made; its checkpoint when one is due."""
         with writing(self.directory / UPDATES, "the metrics stop at the update before"):
-            if self.metrics is None:  # drops the rows of updates the checkpoint lacks
-                after = self.saved.iteration if self.saved else None
-                self.metrics = MetricsLog(self.directory, after=after)
+            if self.metrics is None:  # a new run's, opened with its first rows
+                self.metrics = MetricsLog(self.directory)
             self.metrics.record(update, trainer)
         with writing(self.directory, "the TensorBoard curves stop at the update before"):
             if self.board is None:  # hides what a killed run logged past the checkpoint

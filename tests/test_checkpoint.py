@@ -127,6 +127,14 @@ def _damaged(tmp_path, kind: str):
             cache_W2=c.rmsprop_cache["W2"],
             meta=np.array("{not json"),
         )
+    elif kind == "npy array":
+        with open(path, "wb") as f:
+            np.save(f, np.zeros(3))
+    elif kind == "text weights":
+        save(path, make_checkpoint())
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+        _write_npz(path, **{**arrays, "W2": np.full(H, "abc")})
     return path
 
 
@@ -143,6 +151,8 @@ def _damaged(tmp_path, kind: str):
         ("nan weights", "W2 holds NaN or infinite values"),
         ("pickled object", "unreadable or damaged checkpoint"),
         ("bad metadata", "unreadable or damaged checkpoint"),
+        ("npy array", r"not a pong checkpoint \(a single array\)"),
+        ("text weights", "W2 holds <U3 values, not numbers"),
     ],
 )
 def test_bad_checkpoints_raise_one_line_naming_the_file(tmp_path, kind, message) -> None:
@@ -165,7 +175,13 @@ def test_bad_checkpoints_raise_one_line_naming_the_file(tmp_path, kind, message)
         ({"seed": None}, "seed: expected a non-negative integer, got 'None'"),
         ({"settings": {"env": 5}}, "env: expected str, got 5"),
         ({"settings": [1]}, "'list' object is not a mapping"),
-        ({"iteration": "many"}, "damaged checkpoint metadata"),
+        ({"iteration": "many"}, "iteration: expected a non-negative integer, got 'many'"),
+        ({"iteration": -5}, "iteration: expected a non-negative integer, got -5"),
+        ({"iteration": 1.7}, "iteration: expected a non-negative integer, got 1.7"),
+        ({"iteration": True}, "iteration: expected a non-negative integer, got True"),
+        ({"episodes": -1}, "episodes: expected a non-negative integer, got -1"),
+        ({"running_reward": "nan"}, "running_reward: expected a finite number or null"),
+        ({"best_running_reward": 1e400}, "best_running_reward: expected a finite number"),
     ],
 )
 def test_hand_edited_settings_are_refused_naming_the_setting(tmp_path, edit, message) -> None:

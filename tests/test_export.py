@@ -27,6 +27,7 @@ def test_export_writes_a_policy_file_and_says_so(tmp_path, capsys) -> None:
         ),
         (["{tmp}", "{tmp}/a.gif"], "argument output: must end in .npz"),
         (["{tmp}", "{tmp}/no/a.npz"], "argument output: no such directory {tmp}/no"),
+        (["{tmp}", "{tmp}/checkpoint.npz"], "argument output: {tmp}/checkpoint.npz exists"),
     ],
 )
 def test_bad_arguments_are_one_line(argv, message, tmp_path, capsys) -> None:
@@ -38,3 +39,4 @@ def test_bad_arguments_are_one_line(argv, message, tmp_path, capsys) -> None:
     err = capsys.readouterr().err.splitlines()
     assert err[-1].startswith(f"python -m pong.export: error: {message.format(tmp=tmp_path)}")
     assert not (tmp_path / "a.npz").exists()
+    assert load(tmp_path).rmsprop_cache is not None  # the run's checkpoint is still whole

@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import csv
 
-from pong.metrics import EPISODES, UPDATES, MetricsLog, main
+import pytest
+
+from pong.errors import UsageError
+from pong.metrics import EPISODES, UPDATES, MetricsLog, main, read_rows
 
 
 def _row(update: int) -> dict[str, object]:
@@ -90,3 +93,26 @@ def test_summary_of_a_directory_without_metrics_is_one_line(tmp_path, capsys) ->
         f"python -m pong.metrics: error: {tmp_path / UPDATES}: no such file;"
         f" is {tmp_path} a run directory?\n"
     )
+
+
+def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> None:
+    log = MetricsLog(tmp_path)
+    for update in (1, 2):
+        log.write(
+            {"update": update, "episodes": update, "steps": 10 * update},
+            [{"episode": update, "update": update, "reward": -1.0, "steps": 10}],
+        )
+    log.close()
+    with open(tmp_path / UPDATES, "a") as f:
+        f.write("3,3,3")  # a kill while this row was being written
+    MetricsLog(tmp_path, after=2).close()
+    assert [row["update"] for row in read_rows(tmp_path / UPDATES)] == ["1", "2"]
+    with open(tmp_path / UPDATES, "a") as f:
+        f.write("garbage line\n")
+    with pytest.raises(UsageError, match=r"updates.csv, line 4: not a metrics row"):
+        MetricsLog(tmp_path, after=2)
+    updates = (tmp_path / UPDATES).read_text().replace("garbage line\n", "")
+    (tmp_path / UPDATES).write_text(updates)
+    (tmp_path / EPISODES).write_bytes(b"episode,update\n\xff\xfe\n")
+    with pytest.raises(UsageError, match="episodes.csv: not a metrics file"):
+        MetricsLog(tmp_path, after=2)
