@@ -97,8 +97,9 @@ def prepare(args: argparse.Namespace) -> Run:
         run = Run.start(options.run_dir, fill(args, Config), options.checkpoint_every)
     try:
         check_env(run.config.env)
-    except ValueError as e:
-        raise UsageError(f"--env: {e}") from None
+    except ValueError as e:  # a resumed run's env comes from its checkpoint, maybe hand-edited
+        where = f"{run.checkpoint_path}: settings.env" if run.saved else "--env"
+        raise UsageError(f"{where}: {e}") from None
     return run
 
 

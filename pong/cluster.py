@@ -77,19 +77,20 @@ def local_ray_settings() -> None:
 
 
 def _recorded_address() -> str:
-    """What ``--address=auto`` joins, as Ray finds it: the cluster ``ray start`` last
-    recorded on this machine (``/tmp/ray/ray_current_cluster``), else the one running here."""
+    """What ``--address=auto`` joins: the cluster ``ray start`` last recorded on this
+    machine (``/tmp/ray/ray_current_cluster``). Unlike Ray's own "auto", never some
+    other process's private Ray that happens to be running here."""
     try:
-        from ray._private.services import canonicalize_bootstrap_address_or_die  # private
+        from ray._private.utils import read_ray_address  # private
     except ImportError:
         return "auto"  # Ray resolves it in ray.init, without our early check
-    try:
-        return canonicalize_bootstrap_address_or_die("auto")
-    except ConnectionError:
+    recorded = read_ray_address()
+    if not recorded:
         raise ClusterError(
             "--address=auto: no Ray cluster was started on this machine; start one with"
             " `ray start --head`, give HOST:PORT, or leave --address out for a local Ray"
-        ) from None
+        )
+    return recorded
 
 
 def _send_token_if_at_hand() -> None:

@@ -71,6 +71,13 @@ def below_one(text: str) -> float:
     return value
 
 
+def path(text: str) -> Path:
+    """A file or directory: not empty (``Path("")`` would be the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got ''")
+    return Path(text)
+
+
 def setting(default: Any, parse: Callable[[str], Any], metavar: str, help: str, *flags: str) -> Any:
     """A field that is also a flag: its default, how its text is parsed, what it means."""
     return field(
@@ -149,7 +156,7 @@ class Options:
     )
     run_dir: Path | None = setting(
         None,
-        Path,
+        path,
         "DIR",
         "where the checkpoint and metrics go (default: runs/ and the start time; in a Ray job,"
         " ~/ray_results/pong/ and the start time)",
@@ -159,7 +166,7 @@ class Options:
     )
     resume: Path | None = setting(
         None,
-        Path,
+        path,
         "PATH",
         "continue the run saved in PATH (its checkpoint.npz or its directory) with its settings",
     )
@@ -171,14 +178,14 @@ class Watch:
 
     evaluate: Path | None = setting(
         None,
-        Path,
+        path,
         "CHECKPOINT",
         "play games with the policy saved in CHECKPOINT (a"
         " checkpoint.npz, its run directory, or a policy file such as results/pong-v5/policy.npz)"
         " and print each score",
     )
     episodes: int = setting(1, positive_int, "N", "games to play")
-    record: Path | None = setting(None, Path, "FILE.gif", "also write the games as an animated GIF")
+    record: Path | None = setting(None, path, "FILE.gif", "also write the games as an animated GIF")
 
 
 def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type) -> None:

@@ -85,6 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # the PNG could not be written there
+        print(
+            f"{parser.prog}: error: {e.filename or args.output}: {e.strerror or e}", file=sys.stderr
+        )
+        return 1
     except ImportError:
         print(
             f"{parser.prog}: error: matplotlib is not installed: pip install -e '.[plot]'",

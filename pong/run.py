@@ -96,6 +96,8 @@ class Run:
         if directory is None:
             runs = Path(JOB_RUNS).expanduser() if in_ray_job() else Path("runs")
             directory = runs / time.strftime("%Y%m%d-%H%M%S")
+            if directory.exists():  # another run started this second (one per seed, say)
+                directory = directory.with_name(f"{directory.name}-{os.getpid()}")
         directory = kept_after_the_job(directory, "--run-dir")
         if config.seed is None:
             config = dataclasses.replace(config, seed=fresh_seed())

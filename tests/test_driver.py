@@ -34,6 +34,7 @@ from tests.helpers import BATCH_LINE, ROOT, free_port, run_driver, stop_processe
         (["--learning-rate=nan"], "argument --learning-rate: expected a positive number"),
         (["--decay-rate=1"], "argument --decay-rate: expected a number below 1"),
         (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--run-dir="], "argument --run-dir: expected a path, got ''"),
     ],
 )
 def test_bad_flags_give_one_line_and_exit_2(argv, message, capsys) -> None:
@@ -307,6 +308,16 @@ def test_auto_with_a_recorded_cluster_that_is_gone_says_so_within_30_s(tmp_path)
     assert re.search(rf"no Ray cluster answers at [\d.]+:{port}: ", proc.stderr)  # as Ray names it
     assert "--address=auto: the cluster last started here with `ray start`" in proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_auto_without_a_recorded_cluster_says_so(tmp_path) -> None:
+    proc = run_driver(
+        ["--address=auto", f"--run-dir={tmp_path / 'run'}"],
+        {**_local_env(), "RAY_TMPDIR": str(tmp_path)},  # nothing recorded here
+        timeout=60,
+    )
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "--address=auto: no Ray cluster was started on this machine" in proc.stderr
 
 
 @pytest.mark.parametrize("after", [0.15, 0.3, 0.6])

@@ -27,3 +27,12 @@ def test_plot_of_a_directory_without_metrics_is_one_line(tmp_path, make, capsys)
     assert plot.main([str(run)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(run) in err
+
+
+def test_an_output_where_no_png_can_go_is_one_line(tmp_path, capsys) -> None:
+    log = MetricsLog(tmp_path)
+    log.write(_row(1), _episodes(1))
+    log.close()
+    assert plot.main([str(tmp_path), "--output", str(tmp_path / "nodir" / "x.png")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No such file or directory" in err

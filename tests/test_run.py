@@ -153,3 +153,14 @@ def test_in_a_ray_job_runs_go_where_the_job_cannot_take_them(tmp_path, monkeypat
             start()
     monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR")
     assert Run.start(None, Config(seed=1), checkpoint_every=10).directory.parent == Path("runs")
+
+
+def test_two_new_runs_started_in_one_second_get_a_directory_each(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    first = Run.start(None, Config(seed=1), checkpoint_every=10)
+    first.open()
+    second = Run.start(None, Config(seed=2), checkpoint_every=10)
+    second.open()  # the same second: a name of its own, not "in use by" the first
+    assert first.directory != second.directory
+    first.close()
+    second.close()
