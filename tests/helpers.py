@@ -91,3 +91,13 @@ def with_workers(trainer: Trainer, workers: list) -> Trainer:
         ray.kill(actor)
     trainer.games = Games(workers)
     return trainer
+
+
+def processes():
+    """(pid, command line) of every process on this machine, as /proc shows them."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                yield int(entry.name), (entry / "cmdline").read_bytes()
+            except OSError:
+                continue

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pong.checkpoint import load
-from tests.helpers import BATCH_LINE, ROOT, free_port, run_driver, stop_processes_of
+from tests.helpers import BATCH_LINE, ROOT, free_port, processes, run_driver, stop_processes_of
 
 pytestmark = [pytest.mark.ray, pytest.mark.ale, pytest.mark.cluster]
 
@@ -278,7 +278,7 @@ def test_losing_a_node_restarts_its_workers_and_training_goes_on(cluster, tmp_pa
         wait_for(lambda: "Batch 1 " in out.read_text(), proc)
         [raylet] = [
             pid
-            for pid, cmd in _processes()
+            for pid, cmd in processes()
             if b"raylet" in cmd.split(b"\0")[0]
             and b"--head" not in cmd
             and str(temp_dir).encode() in cmd  # ours, not someone else's
@@ -292,15 +292,6 @@ def test_losing_a_node_restarts_its_workers_and_training_goes_on(cluster, tmp_pa
     batches = [m for m in map(BATCH_LINE.match, text.splitlines()) if m]
     assert [m[1] for m in batches] == ["1", "2", "3"] and all(m[2] == "4" for m in batches)
     assert "Ray restarted it and its game was played again" in text
-
-
-def _processes():
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                yield int(entry.name), (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
 
 
 def test_a_local_ray_skips_idle_workers_and_metrics_unless_the_user_says(monkeypatch) -> None:

@@ -17,7 +17,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import driver
 from pong.checkpoint import load
-from tests.helpers import BATCH_LINE, ROOT, free_port, run_driver, stop_processes_of
+from tests.helpers import BATCH_LINE, ROOT, free_port, processes, run_driver, stop_processes_of
 
 
 @pytest.mark.parametrize(
@@ -382,7 +382,7 @@ def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code,
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
         time.sleep(1)
-        left = [pid for pid, cmd in _processes() if str(private).encode() in cmd]
+        left = [pid for pid, cmd in processes() if str(private).encode() in cmd]
     finally:
         proc.kill()
         stop_processes_of(private)
@@ -391,12 +391,3 @@ def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code,
     assert f"Interrupted by {sig.name}" in err and "Traceback" not in err, err
     assert left == [], "Ray processes outlived the driver"
     assert not run.exists()  # nothing was trained, so nothing was kept
-
-
-def _processes():
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                yield int(entry.name), (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
