@@ -4,6 +4,8 @@ Run (from the repository root, after the README's install):
     .venv/bin/python driver.py --batch-size=10             # local Ray, until Ctrl-C
     .venv/bin/python driver.py --iterations=2 --seed=0     # two updates, reproducible
     .venv/bin/python driver.py --redis-address=HOST:PORT   # an existing Ray cluster
+    ray job submit --address http://HEAD:8265 --working-dir . --runtime-env runtime_env.yaml \\
+        -- python driver.py                                # a Ray job on a cluster (README)
     .venv/bin/python driver.py --resume runs/20261122-031402
     .venv/bin/python driver.py --evaluate results/pong-v5/policy.npz --episodes 3
 
@@ -115,7 +117,7 @@ def announce(run: Run, iterations: int | None, where: str) -> None:
     resumed = f"; resuming after update {run.saved.iteration}" if run.saved else ""
     print(
         f"Run directory: {run.directory} (checkpoint every {run.checkpoint_every} updates,"
-        f" metrics in updates.csv and episodes.csv){resumed}",
+        f" metrics in updates.csv, episodes.csv and TensorBoard event files){resumed}",
         flush=True,
     )
 
