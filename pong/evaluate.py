@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import gymnasium as gym
 import numpy as np
@@ -16,7 +16,7 @@ from pong.gif import GifWriter
 from pong.model import Model
 from pong.rollout import rollout
 
-__all__ = ["FrameRecorder", "play_games", "watch"]
+__all__ = ["FrameRecorder", "play_games", "report", "watch"]
 
 FRAME_SECONDS = 4 / 60  # one ALE/Pong-v5 step: 4 frames of the 60 Hz console
 
@@ -45,24 +45,22 @@ def play_games(
     episodes: int,
     seed: int,
     on_frame: Callable[[np.ndarray], None] | None = None,
-) -> list[tuple[int, int, int]]:
+) -> Iterator[tuple[int, int, int]]:
     """Play ``episodes`` games with ``model``, sampling actions as in training.
 
-    Returns (points won, points lost, steps) per game; ``on_frame``, if given,
-    is handed every frame of every game as it is played.
+    Yields (points won, points lost, steps) as each game ends; ``on_frame``, if
+    given, is handed every frame of every game as it is played.
     """
     env: gym.Env = make_env(env_id)
     if on_frame is not None:
         env = FrameRecorder(env, on_frame)
     rng = np.random.default_rng(seed)
-    scores = []
-    for game in range(episodes):
-        episode = rollout(model, env, rng, seed=seed if game == 0 else None)
-        scores.append(
-            (int((episode.epr > 0).sum()), int((episode.epr < 0).sum()), len(episode.epr))
-        )
-    env.close()
-    return scores
+    try:
+        for game in range(episodes):
+            episode = rollout(model, env, rng, seed=seed if game == 0 else None)
+            yield int((episode.epr > 0).sum()), int((episode.epr < 0).sum()), len(episode.epr)
+    finally:
+        env.close()
 
 
 def watch(options: Watch, env_id: str | None = None, seed: int | None = None) -> None:
@@ -95,17 +93,27 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
     )
     model = Model.from_weights(checkpoint.weights)
     if record is None:
-        scores = play_games(model, env_id, episodes, seed)
+        scores = report(play_games(model, env_id, episodes, seed))
     else:  # written as played; a stop or a full disk leaves any old GIF whole
         with writing(record, "no recording was kept"), atomic_open(record, "wb") as f:
             gif = GifWriter(f, FRAME_SECONDS)
-            scores = play_games(model, env_id, episodes, seed, on_frame=gif.add)
+            scores = report(play_games(model, env_id, episodes, seed, on_frame=gif.add))
             gif.close()
-    for game, (won, lost, steps) in enumerate(scores, start=1):
-        print(f"Game {game}: {'won' if won > lost else 'lost'} {won}-{lost} in {steps} steps")
     mean = sum(won - lost for won, lost, _ in scores) / len(scores)
     wins = sum(won > lost for won, lost, _ in scores)
     games = f"{len(scores)} game{'s' * (len(scores) != 1)}"
     print(f"Mean score {mean:+.2f} over {games}; won {wins}", flush=True)
     if record is not None:
         print(f"Recorded {gif.frames} frames to {record}", flush=True)
+
+
+def report(games: Iterator[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """Print each game's score as it ends; all of them, in order."""
+    scores = []
+    for game, (won, lost, steps) in enumerate(games, start=1):
+        print(
+            f"Game {game}: {'won' if won > lost else 'lost'} {won}-{lost} in {steps} steps",
+            flush=True,
+        )
+        scores.append((won, lost, steps))
+    return scores

@@ -5,7 +5,7 @@ import pytest
 import driver
 from pong.checkpoint import FILENAME, Checkpoint, save, save_policy
 from pong.config import Config
-from pong.evaluate import FRAME_SECONDS, play_games
+from pong.evaluate import FRAME_SECONDS, play_games, report
 from pong.gif import GifWriter
 from pong.model import Model, zeros_like_weights
 from tests.helpers import ROOT, TOY
@@ -27,16 +27,30 @@ def test_a_recorded_game_reads_back_frame_for_frame(tmp_path) -> None:
     frames, path = [], tmp_path / "game.gif"
     with open(path, "wb") as f:
         gif = GifWriter(f, FRAME_SECONDS)
-        play_games(
+        games = play_games(
             Model(seed=1),
             "ALE/Pong-v5",
             1,
             seed=1,
             on_frame=lambda x: frames.append(x.copy()) or gif.add(x),
         )
+        [_] = games  # plays it
         gif.close()
     assert gif.frames == len(frames)
     assert_gif_shows(path, frames, FRAME_SECONDS)
+
+
+def test_each_score_is_printed_as_its_game_ends(capsys) -> None:
+    printed_before_game_2 = []
+
+    def games():
+        yield 21, 3, 100
+        printed_before_game_2.append(capsys.readouterr().out)
+        yield 3, 21, 90
+
+    assert report(games()) == [(21, 3, 100), (3, 21, 90)]
+    assert printed_before_game_2 == ["Game 1: won 21-3 in 100 steps\n"]
+    assert capsys.readouterr().out == "Game 2: lost 3-21 in 90 steps\n"
 
 
 def test_driver_evaluate_prints_scores_and_records(tmp_path, capsys) -> None:
