@@ -49,12 +49,13 @@ def resolve_address(flag: str | None) -> str | None:
     ``None`` means: start a local Ray.
     """
     if flag is not None and not flag.strip():
-        raise ClusterError("the cluster address is empty; give HOST:PORT, or none for a local Ray")
+        raise UsageError("the cluster address is empty; give HOST:PORT, or none for a local Ray")
     address = flag or os.environ.get("RAY_ADDRESS") or None
     if address is not None and address.startswith(("http://", "https://")):
-        raise ClusterError(
-            f"{address} looks like the dashboard's (Ray Jobs) address; --address takes the"
-            " head node's GCS address, HOST:PORT (6379 unless ray start --head set --port)"
+        raise UsageError(
+            f"{address} looks like the dashboard's (Ray Jobs) address, which `ray job submit"
+            " --address` takes; driver.py --address takes the head node's GCS address,"
+            " HOST:PORT (6379 unless ray start --head set --port)"
         )
     return address
 
@@ -111,7 +112,7 @@ def _split(address: str) -> tuple[str, int] | None:
         return None
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ClusterError(f"cluster address must be HOST:PORT, got {address!r}")
+        raise UsageError(f"cluster address must be HOST:PORT, got {address!r}")
     return host.strip("[]"), int(port)
 
 
@@ -202,7 +203,7 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
             client's authentication, or Ray fails to start.
     """
     if address is not None and num_cpus is not None:
-        raise ClusterError("--num-cpus applies to a local Ray only, not with a cluster address")
+        raise UsageError("--num-cpus applies to a local Ray only, not with a cluster address")
     # A new local Ray turns token authentication on and says how to opt out; we
     # keep it on, so the advice is noise here.
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
