@@ -43,7 +43,14 @@ from collections.abc import Sequence
 
 import ray
 
-from pong.cluster import ClusterError, check_memory, cluster_summary, connect, resolve_address
+from pong.cluster import (
+    ClusterError,
+    check_memory,
+    cluster_summary,
+    connect,
+    joined,
+    resolve_address,
+)
 from pong.config import Config, Options, Watch, add_flags, fill, given
 from pong.env import check_env
 from pong.errors import PongError, UsageError
@@ -108,7 +115,8 @@ def prepare(args: argparse.Namespace) -> Run:
 def announce(run: Run, iterations: int | None, where: str) -> None:
     """The first lines: where the run trains, with what settings, where its files go."""
     config = run.config
-    until = f"{iterations} update{'s' * (iterations != 1)}" if iterations else "until Ctrl-C"
+    stop = "until `ray job stop`" if in_ray_job() else "until Ctrl-C"
+    until = f"{iterations} update{'s' * (iterations != 1)}" if iterations else stop
     print(
         f"Running on {where}: batch size {config.batch_size}, env {config.env},"
         f" seed {config.seed}, learning rate {config.learning_rate:g}, {until}",
@@ -122,7 +130,7 @@ def announce(run: Run, iterations: int | None, where: str) -> None:
     )
 
 
-def train(run: Run, iterations: int | None) -> None:
+def train(run: Run, iterations: int | None, address: str | None = None) -> None:
     """Start the workers, then update until ``iterations`` (or forever), one line each."""
     trainer, first = None, run.saved_at
     try:
@@ -153,10 +161,10 @@ def train(run: Run, iterations: int | None) -> None:
     finally:
         run.close(trainer)
         if trainer is not None:
-            print(farewell(run, trainer, first), flush=True)
+            print(farewell(run, trainer, first, address), flush=True)
 
 
-def farewell(run: Run, trainer: Trainer, first: int) -> str:
+def farewell(run: Run, trainer: Trainer, first: int, address: str | None = None) -> str:
     """The last line: what the run did and, once it has saved, how to continue it."""
     n, best = trainer.iteration, trainer.best_running_reward
     line = (
@@ -165,16 +173,19 @@ def farewell(run: Run, trainer: Trainer, first: int) -> str:
     )
     if not run.checkpoint_path.exists():
         return f"{line}; no update finished, so nothing was saved"
+    cluster = joined(address) if ray.is_initialized() else address  # the same cluster again
     if in_ray_job():  # submitted as a job: continue it as one, with the same packages
         job = json.loads(os.environ["RAY_JOB_CONFIG_JSON_ENV_VAR"]).get("runtime_env") or {}
         pip = " --runtime-env runtime_env.yaml" if "pip" in job else ""
         again = (
-            f"ray job submit --working-dir .{pip} -- python driver.py"
+            f"ray job submit --address {cluster} --working-dir .{pip} -- python driver.py"
             f" --resume {shlex.quote(str(run.directory))}"
         )
     else:
+        where = f" --address={shlex.quote(cluster)}" if cluster else ""
         again = (
-            f"{pasteable(sys.executable)} {pasteable(__file__)} --resume {pasteable(run.directory)}"
+            f"{pasteable(sys.executable)} {pasteable(__file__)}{where}"
+            f" --resume {pasteable(run.directory)}"
         )
     return f"{line}; checkpoint: {run.checkpoint_path} (continue with: {again})"
 
@@ -200,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 connect(address, args.num_cpus)
                 check_memory(run.config.batch_size)
                 announce(run, args.iterations, cluster_summary(address))
-                train(run, args.iterations)
+                train(run, args.iterations, address)
             finally:
                 run.close()  # gives the directory up, also when Ray could not start
         except PongError as e:

@@ -43,7 +43,11 @@ class Board:
         self._events = EventsWriter(str(run_dir / EVENTS.split(".")[0]), f".{time.time_ns()}")
         if resumed_at_step is not None:  # hide what a killed run logged past its checkpoint
             self._events.write_event(
-                Event(step=resumed_at_step + 1, session_log=SessionLog(status=SessionLog.START))
+                Event(
+                    wall_time=time.time(),
+                    step=resumed_at_step + 1,
+                    session_log=SessionLog(status=SessionLog.START),
+                )
             )
 
     def record(self, update: Update, trainer: Trainer) -> None:
@@ -62,4 +66,5 @@ class Board:
         self._events.close()
 
     def _scalar(self, tag: str, value: float, step: int) -> None:
-        self._events.write_event(Event(step=step, summary=scalar(tag, float(value))))
+        event = Event(wall_time=time.time(), step=step, summary=scalar(tag, float(value)))
+        self._events.write_event(event)

@@ -27,6 +27,7 @@ __all__ = [
     "check_memory",
     "cluster_summary",
     "connect",
+    "joined",
     "local_ray_settings",
     "resolve_address",
 ]
@@ -34,8 +35,8 @@ __all__ = [
 PROBE_TIMEOUT_S = 10.0  # TCP connect to the head node
 HANDSHAKE_TIMEOUT_S = 20.0  # first exchange with its GCS (authentication happens here)
 TOKEN_HELP = (
-    "set RAY_AUTH_MODE=token and make the cluster's token available here"
-    " (copy the head node's ~/.ray/auth_token to ~/.ray/auth_token, or set RAY_AUTH_TOKEN)"
+    "set RAY_AUTH_MODE=token and make the cluster's token available here (copy the head"
+    " node's ~/.ray/auth_token to ~/.ray/auth_token, or set RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH)"
 )
 
 
@@ -52,9 +53,10 @@ def resolve_address(flag: str | None) -> str | None:
         raise UsageError("the cluster address is empty; give HOST:PORT, or none for a local Ray")
     address = flag or os.environ.get("RAY_ADDRESS") or None
     if address is not None and address.startswith(("http://", "https://")):
+        source = "--address" if flag else "RAY_ADDRESS"
         raise UsageError(
-            f"{address} looks like the dashboard's (Ray Jobs) address, which `ray job submit"
-            " --address` takes; driver.py --address takes the head node's GCS address,"
+            f"{source}={address} looks like the dashboard's (Ray Jobs) address, which `ray job"
+            f" submit --address` takes; driver.py's {source} takes the head node's GCS address,"
             " HOST:PORT (6379 unless ray start --head set --port)"
         )
     return address
@@ -183,7 +185,7 @@ def _raise_for(address: str, error: BaseException | None) -> None:
         if token_mode:
             raise ClusterError(
                 f"the Ray cluster at {address} refused this machine's token: use the head"
-                " node's ~/.ray/auth_token (or RAY_AUTH_TOKEN)"
+                " node's ~/.ray/auth_token (or RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH)"
             )
         raise ClusterError(
             f"the Ray cluster at {address} requires token authentication: {TOKEN_HELP}"
@@ -291,11 +293,17 @@ def check_memory(batch_size: int) -> None:
         )
 
 
+def joined(address: str | None) -> str | None:
+    """The cluster this process joined (``auto`` resolved), or ``None`` for a local Ray."""
+    if address == "auto" or (address is None and "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ):
+        return ray.get_runtime_context().gcs_address  # the one Ray found
+    return address
+
+
 def cluster_summary(address: str | None) -> str:
     """One phrase for the start line: where the run is and how big it is."""
     nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
     cpus = int(ray.cluster_resources().get("CPU", 0))
-    if address == "auto":
-        address = ray.get_runtime_context().gcs_address  # the one Ray found
+    address = joined(address)
     where = f"the Ray cluster at {address}" if address else "a local Ray"
     return f"{where} ({nodes} node{'s' * (nodes != 1)}, {cpus} CPUs)"

@@ -57,6 +57,11 @@ def test_the_curves_are_cleanrls_tags_at_env_steps(tmp_path) -> None:
     assert curves["charts/SPS"] == [(250, 125), (450, 100)]
     assert curves["charts/running_reward"] == [(250, -20.5), (450, -20)]
     assert curves["charts/update_seconds"] == [(250, 2), (450, 2)]
+    board = EventAccumulator(str(tmp_path))
+    board.Reload()
+    assert all(
+        e.wall_time > 1.7e9 for e in board.Scalars("charts/SPS")
+    )  # when, for TensorBoard's time axes
 
 
 def test_a_resumed_run_continues_its_curves_without_repeating_a_step(tmp_path) -> None:

@@ -124,6 +124,7 @@ def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> No
     placed = re.fullmatch(r"Started 4 RolloutWorker actors on 2 nodes \((\d) \+ (\d)\)", lines[2])
     assert placed and min(int(placed[1]), int(placed[2])) >= 1, proc.stdout
     assert sum(bool(BATCH_LINE.match(line)) for line in lines) == 2, proc.stdout
+    assert f"--address={address} --resume " in lines[-1]  # the resume hint joins it again
 
 
 def test_a_client_without_a_token_is_told_what_to_set(cluster, tmp_path) -> None:
@@ -204,7 +205,10 @@ def test_a_ray_job_trains_and_its_run_outlives_the_job(cluster, tmp_path) -> Non
     assert any(line.startswith("Running on the Ray cluster at ") for line in lines)
     assert f"Run directory: {run} (" in job.stdout
     [done] = [line for line in lines if line.startswith("Done: 2 updates")]
-    assert f"ray job submit --working-dir . -- python driver.py --resume {run}" in done
+    # The command that continues it names the same cluster (Ray's CLI takes the GCS address).
+    again = re.search(r"continue with: ray job submit --address (\S+) --working-dir \. -- ", done)
+    assert again and again[1].endswith(address.rpartition(":")[1:]), done
+    assert done.endswith(f"python driver.py --resume {run})")
     saved = load(run)
     assert saved.iteration == 2 and len((run / "updates.csv").read_text().splitlines()) == 3
     assert str(temp_dir) not in str(run)
