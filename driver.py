@@ -144,8 +144,10 @@ def train(run: Run, iterations: int | None, address: str | None = None) -> None:
         while iterations is None or trainer.iteration - first < iterations:
             try:
                 update = trainer.play()  # a stop while the games run loses only them
-            except OSError as e:  # Ray's link to this machine's node broke: its raylet is gone
-                raise ClusterError(f"lost this machine's Ray node: {e.strerror or e}") from None
+            except OSError as e:  # Ray's own link broke (its raylet, or a node, is gone)
+                raise ClusterError(
+                    f"lost contact with Ray ({e.strerror or e}); a node may have gone down"
+                ) from None
             with held_back():  # applied, counted, recorded and printed, or none of these
                 trainer.apply(update)
                 run.record(update, trainer)
