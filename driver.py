@@ -55,7 +55,7 @@ from pong.config import Config, Options, Watch, add_flags, fill, given
 from pong.env import check_env
 from pong.errors import PongError, UsageError
 from pong.evaluate import watch
-from pong.run import Run, in_ray_job
+from pong.run import JOB_CONFIG, Run, in_ray_job
 from pong.stops import held_back, signals_stop
 from pong.train import Trainer
 
@@ -177,7 +177,7 @@ def farewell(run: Run, trainer: Trainer, first: int, address: str | None = None)
         return f"{line}; no update finished, so nothing was saved"
     cluster = joined(address) if ray.is_initialized() else address  # the same cluster again
     if in_ray_job():  # submitted as a job: continue it as one, with the same packages
-        job = json.loads(os.environ["RAY_JOB_CONFIG_JSON_ENV_VAR"]).get("runtime_env") or {}
+        job = json.loads(os.environ[JOB_CONFIG]).get("runtime_env") or {}
         pip = " --runtime-env runtime_env.yaml" if "pip" in job else ""
         again = (
             f"ray job submit --address {cluster} --working-dir .{pip} -- python driver.py"

@@ -295,7 +295,7 @@ def check_memory(batch_size: int) -> None:
 
 def joined(address: str | None) -> str | None:
     """The cluster this process joined (``auto`` resolved), or ``None`` for a local Ray."""
-    if address == "auto" or (address is None and "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ):
+    if address == "auto":  # (a Ray job's driver has its cluster in RAY_ADDRESS)
         return ray.get_runtime_context().gcs_address  # the one Ray found
     return address
 

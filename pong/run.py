@@ -23,16 +23,17 @@ from pong.errors import UsageError, writing
 from pong.metrics import EPISODES, UPDATES, MetricsLog
 from pong.train import Trainer, Update
 
-__all__ = ["JOB_RUNS", "Run", "in_ray_job", "lock"]
+__all__ = ["JOB_CONFIG", "JOB_RUNS", "Run", "in_ray_job", "lock"]
 
 LOCK = ".lock"  # held by the driver that owns the run directory, for as long as it lives
 JOB_RUNS = "~/ray_results/pong"  # a Ray job's runs: where Ray's own libraries keep theirs
+JOB_CONFIG = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray's job supervisor for its entrypoint
 
 
 def in_ray_job() -> bool:
     """Whether this driver is a Ray job's entrypoint (``ray job submit``): its working
     directory is then a temporary copy of the submitted one, deleted with the job."""
-    return "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ  # set by Ray's job supervisor
+    return JOB_CONFIG in os.environ
 
 
 def kept_after_the_job(path: Path, flag: str) -> Path:

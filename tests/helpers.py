@@ -69,6 +69,18 @@ def stop_processes_of(temp_dir: Path, seconds: float = 15) -> None:
             time.sleep(0.2)
 
 
+def spawn_driver(args: list[str], env: dict[str, str], text: bool = True) -> subprocess.Popen:
+    """``python driver.py ARGS`` from the repository root, started; stdout and stderr piped."""
+    return subprocess.Popen(
+        [sys.executable, "driver.py", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=text,
+    )
+
+
 def run_driver(args: list[str], env: dict[str, str], timeout: float = 240):
     """``python driver.py ARGS`` from the repository root; the finished process."""
     return subprocess.run(

@@ -17,7 +17,16 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import driver
 from pong.checkpoint import load
-from tests.helpers import BATCH_LINE, ROOT, free_port, processes, run_driver, stop_processes_of
+from tests.helpers import (
+    BATCH_LINE,
+    ROOT,
+    free_port,
+    processes,
+    run_driver,
+    spawn_driver,
+    stop_processes_of,
+)
+from tests.test_faults import wait_for
 
 
 @pytest.mark.parametrize(
@@ -322,14 +331,7 @@ def test_auto_without_a_recorded_cluster_says_so(tmp_path) -> None:
 
 @pytest.mark.parametrize("after", [0.15, 0.3, 0.6])
 def test_a_ctrl_c_while_the_libraries_load_is_no_traceback(after, tmp_path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "driver.py", f"--run-dir={tmp_path / 'run'}"],
-        cwd=ROOT,
-        env=_local_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = spawn_driver([f"--run-dir={tmp_path / 'run'}"], _local_env())
     time.sleep(after)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -342,13 +344,8 @@ def test_a_ctrl_c_while_the_libraries_load_is_no_traceback(after, tmp_path) -> N
 def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path) -> None:
     """``driver.py | head -1``: the run stops when nobody reads, saved, without a traceback."""
     run = tmp_path / "run"
-    proc = subprocess.Popen(
-        [sys.executable, "driver.py", "--env=PongToy/Catch-v0", "--num-cpus=1", f"--run-dir={run}"],
-        cwd=ROOT,
-        env=_local_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    args = ["--env=PongToy/Catch-v0", "--num-cpus=1", f"--run-dir={run}"]
+    proc = spawn_driver(args, _local_env(), text=False)
     for line in iter(proc.stdout.readline, b""):  # the start lines, then the first update's
         if line.startswith(b"Batch 1 "):
             break
@@ -366,18 +363,10 @@ def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code,
     # This run's Ray keeps its files here (short: socket paths), found by it, and only it.
     private = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))
     run = tmp_path / "run"
-    proc = subprocess.Popen(
-        [sys.executable, "driver.py", "--env=PongToy/Catch-v0", f"--run-dir={run}"],
-        cwd=ROOT,
-        env={**_local_env(), "RAY_TMPDIR": str(private)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    args = ["--env=PongToy/Catch-v0", f"--run-dir={run}"]
+    proc = spawn_driver(args, {**_local_env(), "RAY_TMPDIR": str(private)})
     try:
-        deadline = time.monotonic() + 60
-        while not run.exists() and time.monotonic() < deadline:  # made just before ray.init
-            time.sleep(0.05)
+        wait_for(run.exists, proc, seconds=60)  # made just before ray.init
         time.sleep(0.5)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)

@@ -13,7 +13,7 @@ from pong.checkpoint import FILENAME, Checkpoint, load, save
 from pong.config import Config
 from pong.errors import RunFileError, UsageError
 from pong.model import Model, zeros_like_weights
-from pong.run import Run
+from pong.run import JOB_CONFIG, Run
 
 
 class StandInTrainer:
@@ -141,7 +141,7 @@ def test_a_directory_the_run_made_and_left_empty_is_removed_on_close(tmp_path) -
 
 
 def test_in_a_ray_job_runs_go_where_the_job_cannot_take_them(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")  # as Ray's job supervisor sets it
+    monkeypatch.setenv(JOB_CONFIG, "{}")  # as Ray's job supervisor sets it
     monkeypatch.setenv("HOME", str(tmp_path))
     run = Run.start(None, Config(seed=1), checkpoint_every=10)
     assert run.directory.parent == tmp_path / "ray_results" / "pong"
@@ -151,7 +151,7 @@ def test_in_a_ray_job_runs_go_where_the_job_cannot_take_them(tmp_path, monkeypat
     ):
         with pytest.raises(UsageError, match="a Ray job's working directory is deleted with"):
             start()
-    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR")
+    monkeypatch.delenv(JOB_CONFIG)
     assert Run.start(None, Config(seed=1), checkpoint_every=10).directory.parent == Path("runs")
 
 
