@@ -97,9 +97,8 @@ def check_text(argv: Sequence[str]) -> None:
             raise UsageError(f"{shown!r} is not UTF-8 text, which Ray cannot carry") from None
 
 
-def prepare(args: argparse.Namespace) -> Run:
+def prepare(args: argparse.Namespace, options: Options) -> Run:
     """The run to train: a new one from the flags, or a resumed one; its env checked."""
-    options = fill(args, Options)
     if options.resume is not None:
         run = Run.resume(options.resume, given(args, Config), options.checkpoint_every)
     else:
@@ -109,14 +108,26 @@ def prepare(args: argparse.Namespace) -> Run:
     except ValueError as e:  # a resumed run's env comes from its checkpoint, maybe hand-edited
         where = f"{run.checkpoint_path}: settings.env" if run.saved else "--env"
         raise UsageError(f"{where}: {e}") from None
+    if run.saved and reached(run.saved.running_reward, options.until_mean):
+        raise UsageError(
+            f"--until-mean {options.until_mean:g}: the run's running mean is already"
+            f" {run.saved.running_reward:.2f}"
+        )
     return run
 
 
-def announce(run: Run, iterations: int | None, where: str) -> None:
+def reached(running_reward: float | None, until_mean: float | None) -> bool:
+    """Whether ``--until-mean`` stops the run at this running mean."""
+    return until_mean is not None and running_reward is not None and running_reward > until_mean
+
+
+def announce(run: Run, options: Options, where: str) -> None:
     """The first lines: where the run trains, with what settings, where its files go."""
-    config = run.config
-    stop = "until `ray job stop`" if in_ray_job() else "until Ctrl-C"
-    until = f"{iterations} update{'s' * (iterations != 1)}" if iterations else stop
+    config, iterations = run.config, options.iterations
+    stops = [f"{iterations} update{'s' * (iterations != 1)}"] if iterations else []
+    if options.until_mean is not None:
+        stops.append(f"until the running mean is above {options.until_mean:g}")
+    until = " or ".join(stops) or ("until `ray job stop`" if in_ray_job() else "until Ctrl-C")
     print(
         f"Running on {where}: batch size {config.batch_size}, env {config.env},"
         f" seed {config.seed}, learning rate {config.learning_rate:g}, {until}",
@@ -130,9 +141,9 @@ def announce(run: Run, iterations: int | None, where: str) -> None:
     )
 
 
-def train(run: Run, iterations: int | None, address: str | None = None) -> None:
-    """Start the workers, then update until ``iterations`` (or forever), one line each."""
-    trainer, first = None, run.saved_at
+def train(run: Run, options: Options, address: str | None = None) -> None:
+    """Start the workers, then update until the options stop it (or forever), one line each."""
+    trainer, first, iterations = None, run.saved_at, options.iterations
     try:
         trainer = Trainer(run.config, run.saved)
         counts = list(trainer.games.placement().values())
@@ -141,7 +152,9 @@ def train(run: Run, iterations: int | None, address: str | None = None) -> None:
             f" node{'s' * (len(counts) != 1)} ({' + '.join(map(str, counts))})",
             flush=True,
         )
-        while iterations is None or trainer.iteration - first < iterations:
+        while (iterations is None or trainer.iteration - first < iterations) and not reached(
+            trainer.running_reward, options.until_mean
+        ):
             try:
                 update = trainer.play()  # a stop while the games run loses only them
             except OSError as e:  # Ray's own link broke (its raylet, or a node, is gone)
@@ -207,13 +220,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0
             check_text(sys.argv if argv is None else argv)
             address = resolve_address(args.address)
-            run = prepare(args)
+            options = fill(args, Options)
+            run = prepare(args, options)
             run.open()  # the run directory is ours before Ray starts
             try:
                 connect(address, args.num_cpus)
                 check_memory(run.config.batch_size)
-                announce(run, args.iterations, cluster_summary(address))
-                train(run, args.iterations, address)
+                announce(run, options, cluster_summary(address))
+                train(run, options, address)
             finally:
                 run.close()  # gives the directory up, also when Ray could not start
         except PongError as e:

@@ -63,6 +63,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def finite_float(text: str) -> float:
+    """A score to reach: any finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not -float("inf") < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    return value
+
+
 def below_one(text: str) -> float:
     """A decay factor: a number above 0 and below 1."""
     value = positive_float(text)
@@ -141,6 +152,13 @@ class Options:
 
     iterations: int | None = setting(
         None, positive_int, "N", "updates to run (default: until Ctrl-C or SIGTERM)"
+    )
+    until_mean: float | None = setting(
+        None,
+        finite_float,
+        "SCORE",
+        "also stop once the running mean is above SCORE, such as 0 for beating the built-in"
+        " opponent on average (default: no such stop)",
     )
     address: str | None = setting(
         None,

@@ -44,6 +44,8 @@ from tests.test_faults import wait_for
         (["--decay-rate=1"], "argument --decay-rate: expected a number below 1"),
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--run-dir="], "argument --run-dir: expected a path, got ''"),
+        (["--until-mean=nan"], "argument --until-mean: expected a number, got 'nan'"),
+        (["--until-mean=-inf"], "argument --until-mean: expected a number, got '-inf'"),
     ],
 )
 def test_bad_flags_give_one_line_and_exit_2(argv, message, capsys) -> None:
@@ -100,6 +102,7 @@ def test_help_lists_every_flag(capsys) -> None:
         "--address",
         "--env",
         "--seed",
+        "--until-mean",
         "--num-cpus",
         "--run-dir",
         "--checkpoint-every",
@@ -173,6 +176,28 @@ def test_two_updates_then_resume_one_more(tmp_path) -> None:
         (int(row["steps"]), pytest.approx(float(row["running_reward"]))) for row in updates
     ]
     assert len(board.Scalars("charts/episodic_return")) == 6
+
+
+@pytest.mark.ray
+def test_until_mean_stops_at_the_first_update_above_it_and_a_resume_past_it_is_refused(
+    tmp_path, capsys
+) -> None:
+    run = tmp_path / "run"
+    toy = ["--env=PongToy/Catch-v0", "--batch-size=4", "--learning-rate=1e-2", "--seed=0"]
+    argv = [*toy, "--num-cpus=1", "--iterations=300", "--until-mean=-2.5", f"--run-dir={run}"]
+    proc = run_driver(argv, _local_env())
+    assert proc.returncode == 0, proc.stderr
+    first_line = proc.stdout.splitlines()[0]
+    assert first_line.endswith("300 updates or until the running mean is above -2.5")
+    running = [float(row["running_reward"]) for row in _csv(run / "updates.csv")]
+    assert len(running) > 3, running  # it had to learn first: the toy starts near -3.4
+    assert running[-1] > -2.5 and all(x <= -2.5 for x in running[:-1])
+    assert load(run).iteration == len(running)  # saved where it stopped
+
+    assert driver.main(["--resume", str(run), "--until-mean=-2.5"]) == 2
+    err = capsys.readouterr().err
+    already = f"the run's running mean is already {running[-1]:.2f}"
+    assert err == f"driver.py: error: --until-mean -2.5: {already}\n"
 
 
 @pytest.mark.parametrize(
