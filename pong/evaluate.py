@@ -48,16 +48,18 @@ def play_games(
 ) -> Iterator[tuple[int, int, int]]:
     """Play ``episodes`` games with ``model``, sampling actions as in training.
 
-    Yields (points won, points lost, steps) as each game ends; ``on_frame``, if
-    given, is handed every frame of every game as it is played.
+    Game ``i`` (from 0) is seeded with ``seed + i``, its env reset and its action
+    draws alike, so two policies meet the same game seeds, and
+    ``seed=seed + i, episodes=1`` plays game ``i`` again. Yields (points won,
+    points lost, steps) as each game ends; ``on_frame``, if given, is handed
+    every frame of every game as it is played.
     """
     env: gym.Env = make_env(env_id)
     if on_frame is not None:
         env = FrameRecorder(env, on_frame)
-    rng = np.random.default_rng(seed)
     try:
         for game in range(episodes):
-            episode = rollout(model, env, rng, seed=seed if game == 0 else None)
+            episode = rollout(model, env, np.random.default_rng(seed + game), seed=seed + game)
             yield int((episode.epr > 0).sum()), int((episode.epr < 0).sum()), len(episode.epr)
     finally:
         env.close()
@@ -93,26 +95,31 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
     )
     model = Model.from_weights(checkpoint.weights)
     if record is None:
-        scores = report(play_games(model, env_id, episodes, seed))
+        scores = report(play_games(model, env_id, episodes, seed), seed)
     else:  # written as played; a stop or a full disk leaves any old GIF whole
         with writing(record, "no recording was kept"), atomic_open(record, "wb") as f:
             gif = GifWriter(f, FRAME_SECONDS)
-            scores = report(play_games(model, env_id, episodes, seed, on_frame=gif.add))
+            scores = report(play_games(model, env_id, episodes, seed, on_frame=gif.add), seed)
             gif.close()
-    mean = sum(won - lost for won, lost, _ in scores) / len(scores)
+    points = np.array([won - lost for won, lost, _ in scores])
     wins = sum(won > lost for won, lost, _ in scores)
     games = f"{len(scores)} game{'s' * (len(scores) != 1)}"
-    print(f"Mean score {mean:+.2f} over {games}; won {wins}", flush=True)
+    print(
+        f"Mean score {points.mean():+.2f} (standard deviation {points.std():.2f}) over {games};"
+        f" won {wins}",
+        flush=True,
+    )
     if record is not None:
         print(f"Recorded {gif.frames} frames to {record}", flush=True)
 
 
-def report(games: Iterator[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Print each game's score as it ends; all of them, in order."""
+def report(games: Iterator[tuple[int, int, int]], seed: int) -> list[tuple[int, int, int]]:
+    """Print each game's score, and its seed, as it ends; all of them, in order."""
     scores = []
-    for game, (won, lost, steps) in enumerate(games, start=1):
+    for game, (won, lost, steps) in enumerate(games):
         print(
-            f"Game {game}: {'won' if won > lost else 'lost'} {won}-{lost} in {steps} steps",
+            f"Game {game + 1} (seed {seed + game}): {'won' if won > lost else 'lost'}"
+            f" {won}-{lost} in {steps} steps",
             flush=True,
         )
         scores.append((won, lost, steps))

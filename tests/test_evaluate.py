@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 
 import driver
@@ -48,9 +51,46 @@ def test_each_score_is_printed_as_its_game_ends(capsys) -> None:
         printed_before_game_2.append(capsys.readouterr().out)
         yield 3, 21, 90
 
-    assert report(games()) == [(21, 3, 100), (3, 21, 90)]
-    assert printed_before_game_2 == ["Game 1: won 21-3 in 100 steps\n"]
-    assert capsys.readouterr().out == "Game 2: lost 3-21 in 90 steps\n"
+    assert report(games(), seed=7) == [(21, 3, 100), (3, 21, 90)]
+    assert printed_before_game_2 == ["Game 1 (seed 7): won 21-3 in 100 steps\n"]
+    assert capsys.readouterr().out == "Game 2 (seed 8): lost 3-21 in 90 steps\n"
+
+
+def test_game_i_is_the_game_of_seed_plus_i_alone() -> None:
+    def frames_of(episodes: int, seed: int) -> list[list]:
+        games = [[]]
+        for _ in play_games(Model(seed=3), TOY.env, episodes, seed, lambda x: games[-1].append(x)):
+            games.append([])
+        return games[:-1]
+
+    three = frames_of(3, seed=5)
+    for i, game in enumerate(three):
+        [alone] = frames_of(1, seed=5 + i)
+        assert len(game) == len(alone) and all(map(np.array_equal, game, alone))
+    assert not np.array_equal(np.stack(three[0]), np.stack(three[1]))  # not one game thrice
+
+
+def test_the_summary_line_is_the_games_mean_and_spread(tmp_path, capsys) -> None:
+    model = Model(seed=2)
+    checkpoint = Checkpoint(
+        model.weights, zeros_like_weights(model.weights), 1, 1, 1, -1.0, -1.0, TOY
+    )
+    save(tmp_path / FILENAME, checkpoint)
+    assert driver.main(["--evaluate", str(tmp_path), "--episodes=12", "--seed=0"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    games = [
+        re.fullmatch(r"Game (\d+) \(seed (\d+)\): (won|lost) (\d+)-(\d+) in \d+ steps", line)
+        for line in out[1:-1]
+    ]
+    assert all(games) and [(int(g[1]), int(g[2])) for g in games] == [(i + 1, i) for i in range(12)]
+    points = [int(g[4]) - int(g[5]) for g in games]
+    mean = sum(points) / 12
+    spread = (sum((p - mean) ** 2 for p in points) / 12) ** 0.5
+    assert len(set(points)) > 1  # a spread to compute
+    wins = sum(g[3] == "won" for g in games)
+    assert out[-1] == (
+        f"Mean score {mean:+.2f} (standard deviation {spread:.2f}) over 12 games; won {wins}"
+    )
 
 
 def test_driver_evaluate_prints_scores_and_records(tmp_path, capsys) -> None:
@@ -73,7 +113,7 @@ def test_driver_evaluate_prints_scores_and_records(tmp_path, capsys) -> None:
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("Playing 1 game of ALE/Pong-v5 with the policy of")
     assert "(update 5), seed 3" in out[0]
-    assert out[1].startswith("Game 1: lost ") or out[1].startswith("Game 1: won ")
+    assert out[1].startswith(("Game 1 (seed 3): lost ", "Game 1 (seed 3): won "))
     assert out[2].startswith("Mean score ") and out[3].startswith("Recorded ")
     assert gif.read_bytes()[:6] == b"GIF89a"
 
@@ -99,7 +139,7 @@ def test_a_policy_file_plays_the_same_games_as_its_checkpoint(tmp_path, capsys) 
         assert "(update 9), seed 5" in out[0]
         scores.append(out[1:])
     # Same seed, weights within float32 rounding: the same actions, point for point.
-    assert scores[0] == scores[1] and scores[0][0].startswith("Game 1: ")
+    assert scores[0] == scores[1] and scores[0][0].startswith("Game 1 (seed 5): ")
 
 
 def test_a_record_path_that_cannot_be_written_is_refused_before_playing(tmp_path, capsys) -> None:
