@@ -19,6 +19,7 @@ import csv
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ from pong.errors import UsageError
 if TYPE_CHECKING:
     from pong.train import Trainer, Update
 
-__all__ = ["EPISODES", "UPDATES", "MetricsLog", "read_rows", "summarize"]
+__all__ = ["EPISODES", "UPDATES", "MetricsLog", "Passed", "passed", "read_rows", "summarize"]
 
 UPDATES = "updates.csv"
 EPISODES = "episodes.csv"
@@ -171,14 +172,36 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
         f" (update {updates[best]['update']}, episode {updates[best]['episodes']})",
     ]
     for milestone in MILESTONES:
-        i = next((i for i, x in enumerate(running) if x > milestone), None)
-        if i is not None and running[0] <= milestone:
-            first, hours = updates[i], sum(float(r["seconds"]) for r in updates[: i + 1]) / 3600
+        if mark := passed(updates, milestone):
             lines.append(
-                f"running mean above {milestone:+d} from update {first['update']},"
-                f" episode {first['episodes']}, after {hours:.2f} h"
+                f"running mean above {milestone:+d} from update {mark.update},"
+                f" episode {mark.episodes}, after {mark.hours:.2f} h"
             )
     return lines
+
+
+@dataclass(frozen=True)
+class Passed:
+    """When a run's running mean first went above a mark."""
+
+    update: int
+    episodes: int
+    hours: float  # of training, the updates' own seconds up to and including that one
+
+
+def passed(updates: list[dict[str, str]], mark: float) -> Passed | None:
+    """The first update whose running mean is above ``mark``.
+
+    ``None`` if none is, or if the first already was (a run resumed from elsewhere).
+    """
+    seconds = 0.0
+    for i, row in enumerate(updates):
+        seconds += float(row["seconds"])
+        if float(row["running_reward"]) > mark:
+            if i == 0:
+                return None
+            return Passed(int(row["update"]), int(row["episodes"]), seconds / 3600)
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

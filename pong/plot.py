@@ -1,8 +1,11 @@
-"""Learning curves of a run, as a PNG: ``python -m pong.plot RUN_DIR``.
+"""Learning curves as a PNG: ``python -m pong.plot RUN_DIR``, or several runs overlaid.
 
-Top: each episode's score and the running mean against episodes. Bottom:
-steps/s of each update against wall time. Reads the run directory's
-``updates.csv`` and ``episodes.csv``; needs matplotlib (``pip install -e '.[plot]'``).
+One run: top, each episode's score and the running mean against episodes;
+bottom, steps/s of each update against training time. Several runs
+(``python -m pong.plot RUN_DIR RUN_DIR ... --output FILE.png``): their running
+means against episodes (top) and against hours of training (bottom). Reads the
+run directories' ``updates.csv`` and ``episodes.csv``; needs matplotlib
+(``pip install -e '.[plot]'``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,32 @@ from pathlib import Path
 
 from pong.metrics import EPISODES, UPDATES, read_rows
 
-__all__ = ["plot_run"]
+__all__ = ["curve", "plot_run", "plot_runs"]
+
+
+def curve(run_dir: str | Path) -> tuple[list[int], list[float], list[float]]:
+    """Episodes, hours of training and the running mean after each update of a run.
+
+    Raises:
+        ValueError: the directory has no metrics.
+    """
+    updates = read_rows(Path(run_dir) / UPDATES)
+    episodes, hours, running, seconds = [], [], [], 0.0
+    for row in updates:
+        seconds += float(row["seconds"])
+        episodes.append(int(row["episodes"]))
+        hours.append(seconds / 3600)
+        running.append(float(row["running_reward"]))
+    return episodes, hours, running
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no screen needed
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
@@ -26,11 +54,8 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     """
     run_dir = Path(run_dir)
     updates, episodes = read_rows(run_dir / UPDATES), read_rows(run_dir / EPISODES)
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no screen needed
-    import matplotlib.pyplot as plt
-
+    at_episode, hours, running = curve(run_dir)
+    plt = _pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), layout="constrained")
     scores = [float(r["reward"]) for r in episodes]
     top.scatter(
@@ -41,25 +66,16 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
         color="tab:gray",
         label="episode score",
     )
-    top.plot(
-        [int(r["episodes"]) for r in updates],
-        [float(r["running_reward"]) for r in updates],
-        color="tab:blue",
-        label="running mean",
-    )
+    top.plot(at_episode, running, color="tab:blue", label="running mean")
     limit = max(1.0, max(abs(x) for x in scores)) + 0.5  # Pong: +-21.5
     top.set(xlabel="episodes", ylabel="score (points won - lost)", ylim=(-limit, limit))
     top.axhline(0, color="black", linewidth=0.5)
     top.legend(loc="upper left")
     top.set_title(f"{run_dir.name}: {len(updates)} updates, {len(episodes)} episodes")
 
-    elapsed, total = [], 0.0
-    for r in updates:
-        total += float(r["seconds"])
-        elapsed.append(total)
-    unit, scale = ("hours", 3600) if total > 3 * 3600 else ("minutes", 60)
+    unit, scale = ("hours", 1) if hours[-1] > 3 else ("minutes", 1 / 60)
     bottom.plot(
-        [t / scale for t in elapsed],
+        [t / scale for t in hours],
         [float(r["steps_per_s"]) for r in updates],
         color="tab:orange",
     )
@@ -71,17 +87,51 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     return output
 
 
+def plot_runs(run_dirs: Sequence[str | Path], output: str | Path) -> Path:
+    """Overlay the running means of several runs, against episodes and against hours.
+
+    Raises:
+        ValueError: a directory has no metrics.
+        ImportError: matplotlib is not installed.
+    """
+    curves = [(Path(run_dir).name, curve(run_dir)) for run_dir in run_dirs]
+    plt = _pyplot()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), layout="constrained")
+    for name, (episodes, hours, running) in curves:
+        top.plot(episodes, running, label=name)
+        bottom.plot(hours, running, label=name)
+    top.set(xlabel="episodes", ylabel="running mean of the score")
+    bottom.set(xlabel="hours of training", ylabel="running mean of the score")
+    for axes in (top, bottom):
+        axes.axhline(0, color="black", linewidth=0.5)
+        axes.set_ylim(-21.5, None)
+        axes.legend(loc="upper left")
+    top.set_title(f"{len(curves)} runs")
+    output = Path(output)
+    fig.savefig(output, dpi=100)
+    plt.close(fig)
+    return output
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pong.plot", description="Draw a run's learning curves as a PNG."
+        prog="python -m pong.plot",
+        description="Draw a run's learning curves as a PNG, or overlay several runs' curves.",
     )
-    parser.add_argument("run_dir", type=Path, help="a run directory (holds updates.csv)")
+    parser.add_argument("run_dirs", nargs="+", type=Path, help="run directories (hold updates.csv)")
     parser.add_argument(
-        "--output", type=Path, help="PNG to write (default: RUN_DIR/learning_curve.png)"
+        "--output",
+        type=Path,
+        help="PNG to write (default for one run: RUN_DIR/learning_curve.png; needed for several)",
     )
     args = parser.parse_args(argv)
+    if len(args.run_dirs) > 1 and args.output is None:
+        parser.exit(2, f"{parser.prog}: error: several runs need --output FILE.png\n")
     try:
-        print(plot_run(args.run_dir, args.output))
+        if len(args.run_dirs) == 1:
+            print(plot_run(args.run_dirs[0], args.output))
+        else:
+            print(plot_runs(args.run_dirs, args.output))
     except ValueError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 2

@@ -36,3 +36,31 @@ def test_an_output_where_no_png_can_go_is_one_line(tmp_path, capsys) -> None:
     assert plot.main([str(tmp_path), "--output", str(tmp_path / "nodir" / "x.png")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "No such file or directory" in err
+
+
+def test_several_runs_overlay_their_running_means_by_episode_and_by_hour(tmp_path) -> None:
+    runs = []
+    for name, seconds in (("a", 1800.0), ("b", 900.0)):
+        runs.append(tmp_path / name)
+        runs[-1].mkdir()
+        log = MetricsLog(runs[-1])
+        for update in range(1, 5):
+            row = _row(update) | {"seconds": seconds, "running_reward": -21.0 + update}
+            log.write(row, _episodes(update))
+        log.close()
+    assert plot.curve(runs[0]) == ([2, 4, 6, 8], [0.5, 1.0, 1.5, 2.0], [-20.0, -19.0, -18.0, -17.0])
+    assert plot.curve(runs[1])[1] == [0.25, 0.5, 0.75, 1.0]
+    out = tmp_path / "overlay.png"
+    assert plot.main([*map(str, runs), "--output", str(out)]) == 0
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_several_runs_without_an_output_is_one_line(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        plot.main([str(tmp_path / "a"), str(tmp_path / "b")])
+    assert exit_info.value.code == 2
+    assert (
+        capsys.readouterr().err
+        == "python -m pong.plot: error: several runs need --output FILE.png\n"
+    )
