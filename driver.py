@@ -78,8 +78,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.evaluate is None and (args.episodes is not None or args.record is not None):
         parser.error("argument --episodes/--record: only with --evaluate CHECKPOINT")
-    if args.evaluate is not None and args.resume is not None:
-        parser.error("argument --resume: not with --evaluate")
+    if args.evaluate is not None:
+        training = [*given(args, Options), *(set(given(args, Config)) - {"env", "seed"})]
+        if training:
+            parser.error(f"argument --{training[0].replace('_', '-')}: not with --evaluate")
     if args.record is not None and args.record.suffix.lower() != ".gif":
         parser.error(f"argument --record: only .gif files are written, got {str(args.record)!r}")
     if args.resume is not None and args.run_dir is not None:
@@ -176,16 +178,27 @@ def train(run: Run, options: Options, address: str | None = None) -> None:
     finally:
         run.close(trainer)
         if trainer is not None:
-            print(farewell(run, trainer, first, address), flush=True)
+            print(farewell(run, trainer, first, address, options.until_mean), flush=True)
 
 
-def farewell(run: Run, trainer: Trainer, first: int, address: str | None = None) -> str:
+def farewell(
+    run: Run,
+    trainer: Trainer,
+    first: int,
+    address: str | None = None,
+    until_mean: float | None = None,
+) -> str:
     """The last line: what the run did and, once it has saved, how to continue it."""
     n, best = trainer.iteration, trainer.best_running_reward
     line = (
         f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.episodes}"
         f" episodes, best running mean {'-' if best is None else f'{best:.2f}'}"
     )
+    if reached(trainer.running_reward, until_mean):
+        return (
+            f"{line}; the running mean is above {until_mean:g}; checkpoint: {run.checkpoint_path}"
+        )
+    goal = "" if until_mean is None else f" --until-mean={until_mean:g}"  # the same goal again
     if not run.checkpoint_path.exists():
         return f"{line}; no update finished, so nothing was saved"
     cluster = joined(address) if ray.is_initialized() else address  # the same cluster again
@@ -194,13 +207,13 @@ def farewell(run: Run, trainer: Trainer, first: int, address: str | None = None)
         pip = " --runtime-env runtime_env.yaml" if "pip" in job else ""
         again = (
             f"ray job submit --address {cluster} --working-dir .{pip} -- python driver.py"
-            f" --resume {shlex.quote(str(run.directory))}"
+            f" --resume {shlex.quote(str(run.directory))}{goal}"
         )
     else:
         where = f" --address={shlex.quote(cluster)}" if cluster else ""
         again = (
             f"{pasteable(sys.executable)} {pasteable(__file__)}{where}"
-            f" --resume {pasteable(run.directory)}"
+            f" --resume {pasteable(run.directory)}{goal}"
         )
     return f"{line}; checkpoint: {run.checkpoint_path} (continue with: {again})"
 

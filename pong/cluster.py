@@ -306,4 +306,4 @@ def cluster_summary(address: str | None) -> str:
     cpus = int(ray.cluster_resources().get("CPU", 0))
     address = joined(address)
     where = f"the Ray cluster at {address}" if address else "a local Ray"
-    return f"{where} ({nodes} node{'s' * (nodes != 1)}, {cpus} CPUs)"
+    return f"{where} ({nodes} node{'s' * (nodes != 1)}, {cpus} CPU{'s' * (cpus != 1)})"

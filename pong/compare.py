@@ -13,13 +13,13 @@ import argparse
 import math
 import statistics
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from pong.metrics import UPDATES, Passed, passed, read_rows
+from pong.metrics import UPDATES, Passed, passed, read_rows, steps_per_second
 
-__all__ = ["MARKS", "Figures", "figures", "table"]
+__all__ = ["MARKS", "Figures", "check_distinct", "figures", "table"]
 
 MARKS = (-15, -10, -5, 0)
 NOT_PASSED = "not passed"
@@ -29,40 +29,58 @@ NOT_PASSED = "not passed"
 class Figures:
     """What the table says about one run."""
 
-    name: str
+    name: str  # the run directory as given
     marks: tuple[Passed | None, ...]  # one per mark of MARKS
     updates: int
     final: float  # the running mean after the last update
-    steps_per_s: float  # over the whole run: its env steps by its hours of training
+    steps_per_s: float  # over the whole run: its env steps by its seconds of training
 
 
 def figures(run_dir: str | Path) -> Figures:
     """The figures of the run whose metrics are in ``run_dir``.
 
     Raises:
-        ValueError: the directory has no metrics.
+        ValueError: the directory has no metrics, or they are damaged.
     """
     run_dir = Path(run_dir)
     updates = read_rows(run_dir / UPDATES)
-    seconds = sum(float(row["seconds"]) for row in updates)
     return Figures(
-        name=run_dir.name,
+        name=str(run_dir),
         marks=tuple(passed(updates, mark) for mark in MARKS),
         updates=int(updates[-1]["update"]),
         final=float(updates[-1]["running_reward"]),
-        steps_per_s=int(updates[-1]["steps"]) / seconds,
+        steps_per_s=steps_per_second(updates),
     )
+
+
+def _count(x: float) -> str:
+    return f"{x:,.0f}" if x == int(x) else f"{x:,.1f}"  # a median of two can end in .5
+
+
+def _hours(x: float) -> str:
+    return f"{x:.2f} h"
+
+
+def _score(x: float) -> str:
+    return f"{x:+.2f}"
+
+
+def _speed(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+SHOWN = {"update": _count, "episodes": _count, "hours": _hours}  # a mark's cell, in order
 
 
 def table(runs: Sequence[Figures]) -> list[str]:
     """The Markdown lines: a header, a row per run, then the median and the range."""
-    header = ["run", *(f"passed {mark:+d}" for mark in MARKS)]
+    header = ["run (cells: update / episode / hours)", *(f"above {mark:g}" for mark in MARKS)]
     header += ["updates", "final running mean", "steps/s"]
     lines = [_row(header), _row(["---"] * len(header))]
     for run in runs:
         cells = [_passed(mark) for mark in run.marks]
-        cells += [f"{run.updates:,}", f"{run.final:+.2f}", f"{run.steps_per_s:,.0f}"]
-        lines.append(_row([run.name, *cells]))
+        cells += [_count(run.updates), _score(run.final), _speed(run.steps_per_s)]
+        lines.append(_row([run.name.replace("|", "\\|"), *cells]))
     if len(runs) > 1:
         for name, of_marks, of_numbers in (
             ("median", _median_mark, _median),
@@ -70,9 +88,9 @@ def table(runs: Sequence[Figures]) -> list[str]:
         ):
             cells = [of_marks([run.marks[i] for run in runs]) for i in range(len(MARKS))]
             cells += [
-                of_numbers([r.updates for r in runs], "{:,.0f}"),
-                of_numbers([r.final for r in runs], "{:+.2f}"),
-                of_numbers([r.steps_per_s for r in runs], "{:,.0f}"),
+                of_numbers([r.updates for r in runs], _count),
+                of_numbers([r.final for r in runs], _score),
+                of_numbers([r.steps_per_s for r in runs], _speed),
             ]
             lines.append(_row([f"**{name}**", *cells]))
     return lines
@@ -86,34 +104,48 @@ def _passed(mark: Passed | None) -> str:
     """A mark's cell: update / episode / hours."""
     if mark is None:
         return NOT_PASSED
-    return f"{mark.update:,} / {mark.episodes:,} / {mark.hours:.2f} h"
+    return " / ".join(shown(getattr(mark, name)) for name, shown in SHOWN.items())
 
 
-def _median(values: Sequence[float], shown: str) -> str:
-    return shown.format(statistics.median(values))
+def _median(values: Sequence[float], shown: Callable[[float], str]) -> str:
+    return shown(statistics.median(values))
 
 
-def _range(values: Sequence[float], shown: str) -> str:
-    return f"{shown.format(min(values))} to {shown.format(max(values))}"
+def _range(values: Sequence[float], shown: Callable[[float], str]) -> str:
+    return f"{shown(min(values))} to {shown(max(values))}"
 
 
 def _median_mark(marks: Sequence[Passed | None]) -> str:
     """Update, episode and hours, each the median; a run that never passed counts as last."""
-    columns = [
-        [math.inf if m is None else getattr(m, f.name) for m in marks] for f in fields(Passed)
+    medians = [
+        statistics.median(math.inf if m is None else getattr(m, name) for m in marks)
+        for name in SHOWN
     ]
-    medians = [statistics.median(column) for column in columns]
     return NOT_PASSED if math.inf in medians else _passed(Passed(*medians))
 
 
 def _range_mark(marks: Sequence[Passed | None]) -> str:
-    """The least and the most of update, episode and hours, each on its own."""
+    """From the least to the most of update, episode and hours, each on its own."""
     reached = [m for m in marks if m is not None]
     if not reached:
         return NOT_PASSED
-    columns = [[getattr(m, f.name) for m in reached] for f in fields(Passed)]
-    low, high = Passed(*map(min, columns)), Passed(*map(max, columns))
-    return f"{_passed(low)} to {_passed(high) if len(reached) == len(marks) else NOT_PASSED}"
+    columns = {name: [getattr(m, name) for m in reached] for name in SHOWN}
+    if len(reached) < len(marks):  # the most is "never"
+        return f"{_passed(Passed(*(min(c) for c in columns.values())))} to {NOT_PASSED}"
+    return " / ".join(_range(columns[name], shown) for name, shown in SHOWN.items())
+
+
+def check_distinct(run_dirs: Sequence[Path]) -> None:
+    """Refuse a run directory given twice: it would count twice in the median and range.
+
+    Raises:
+        ValueError: naming the directory.
+    """
+    seen = set()
+    for run_dir in run_dirs:
+        if run_dir.resolve() in seen:
+            raise ValueError(f"{run_dir}: this run is given twice; give each run once")
+        seen.add(run_dir.resolve())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run_dirs", nargs="+", type=Path, help="run directories (hold updates.csv)")
     args = parser.parse_args(argv)
     try:
+        check_distinct(args.run_dirs)
         print("\n".join(table([figures(run_dir) for run_dir in args.run_dirs])))
     except ValueError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)

@@ -63,14 +63,18 @@ def positive_float(text: str) -> float:
     return value
 
 
-def finite_float(text: str) -> float:
-    """A score to reach: any finite number."""
+def score(text: str) -> float:
+    """A running mean to pass: a number below 21, the most points a game can give."""
     try:
-        value = float(text)
+        value = float(text) + 0.0  # + 0.0: -0 is 0
     except ValueError:
         value = float("nan")
     if not -float("inf") < value < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    if value >= 21:
+        raise argparse.ArgumentTypeError(
+            f"a game scores at most 21, so no running mean is above {text}"
+        )
     return value
 
 
@@ -155,7 +159,7 @@ class Options:
     )
     until_mean: float | None = setting(
         None,
-        finite_float,
+        score,
         "SCORE",
         "also stop once the running mean is above SCORE, such as 0 for beating the built-in"
         " opponent on average (default: no such stop)",
@@ -202,7 +206,12 @@ class Watch:
         " checkpoint.npz, its run directory, or a policy file such as results/pong-v5/policy.npz)"
         " and print each score",
     )
-    episodes: int = setting(1, positive_int, "N", "games to play")
+    episodes: int = setting(
+        1,
+        positive_int,
+        "N",
+        "games to play; the first is seeded with --seed, the next with --seed + 1, and so on",
+    )
     record: Path | None = setting(None, path, "FILE.gif", "also write the games as an animated GIF")
 
 

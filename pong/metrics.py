@@ -29,7 +29,16 @@ from pong.errors import UsageError
 if TYPE_CHECKING:
     from pong.train import Trainer, Update
 
-__all__ = ["EPISODES", "UPDATES", "MetricsLog", "Passed", "passed", "read_rows", "summarize"]
+__all__ = [
+    "EPISODES",
+    "UPDATES",
+    "MetricsLog",
+    "Passed",
+    "passed",
+    "read_rows",
+    "steps_per_second",
+    "summarize",
+]
 
 UPDATES = "updates.csv"
 EPISODES = "episodes.csv"
@@ -45,6 +54,7 @@ UPDATE_FIELDS = [
     "reward_max",
 ]
 EPISODE_FIELDS = ["episode", "update", "reward", "steps"]
+COUNTS = {"update", "episodes", "steps", "episode"}  # the integer fields
 
 
 class MetricsLog:
@@ -137,15 +147,35 @@ def _drop_rows_after(path: Path, update: int) -> None:
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
-    """The rows of a metrics CSV.
+    """The rows of a metrics CSV, each checked to be whole and numeric.
+
+    A last line without its newline is left out: a run is writing it, or was
+    killed while it did.
 
     Raises:
-        ValueError: no such file, or no rows in it yet.
+        ValueError: no such file, no rows in it yet, or a line that is not a
+            metrics row (the file was edited or damaged), named by its number.
     """
     if not path.is_file():
         raise ValueError(f"{path}: no such file; is {path.parent} a run directory?")
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        lines = path.read_text().splitlines(keepends=True)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a metrics file (not UTF-8 text)") from None
+    if lines and not lines[-1].endswith("\n"):
+        lines.pop()
+    reader = csv.DictReader(lines)
+    fields = UPDATE_FIELDS if path.name == UPDATES else EPISODE_FIELDS
+    if reader.fieldnames is not None and not set(fields) <= set(reader.fieldnames):
+        raise ValueError(f"{path}, line 1: not the header of {path.name}")
+    rows = []
+    for row in reader:
+        try:
+            for name in fields:  # None (a short row) or text fail here
+                (int if name in COUNTS else float)(row[name])
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}, line {reader.line_num}: not a metrics row") from None
+        rows.append(row)
     if not rows:
         raise ValueError(f"{path}: no rows yet; the run has not finished an update")
     return rows
@@ -163,11 +193,12 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
     updates = read_rows(Path(run_dir) / UPDATES)
     last = updates[-1]
     hours = sum(float(r["seconds"]) for r in updates) / 3600
+    speed = steps_per_second(updates)
     running = [float(r["running_reward"]) for r in updates]
     best = max(range(len(updates)), key=running.__getitem__)
     lines = [
         f"{len(updates)} updates, {last['episodes']} episodes, {int(last['steps']):,} env steps,"
-        f" {hours:.2f} h of training ({int(last['steps']) / hours / 3600:.0f} steps/s)",
+        f" {hours:.2f} h of training ({speed:.0f} steps/s)",
         f"running mean {running[-1]:.2f} at the end, best {running[best]:.2f}"
         f" (update {updates[best]['update']}, episode {updates[best]['episodes']})",
     ]
@@ -180,6 +211,12 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
     return lines
 
 
+def steps_per_second(updates: list[dict[str, str]]) -> float:
+    """A run's env steps by its seconds of training (NaN if it recorded no time)."""
+    seconds = sum(float(row["seconds"]) for row in updates)
+    return int(updates[-1]["steps"]) / seconds if seconds > 0 else float("nan")
+
+
 @dataclass(frozen=True)
 class Passed:
     """When a run's running mean first went above a mark."""
@@ -190,16 +227,11 @@ class Passed:
 
 
 def passed(updates: list[dict[str, str]], mark: float) -> Passed | None:
-    """The first update whose running mean is above ``mark``.
-
-    ``None`` if none is, or if the first already was (a run resumed from elsewhere).
-    """
+    """The first update whose running mean is above ``mark`` (``None``: none is)."""
     seconds = 0.0
-    for i, row in enumerate(updates):
+    for row in updates:
         seconds += float(row["seconds"])
         if float(row["running_reward"]) > mark:
-            if i == 0:
-                return None
             return Passed(int(row["update"]), int(row["episodes"]), seconds / 3600)
     return None
 

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pong.compare import check_distinct
 from pong.metrics import EPISODES, UPDATES, read_rows
 
 __all__ = ["curve", "plot_run", "plot_runs"]
@@ -94,23 +95,32 @@ def plot_runs(run_dirs: Sequence[str | Path], output: str | Path) -> Path:
         ValueError: a directory has no metrics.
         ImportError: matplotlib is not installed.
     """
-    curves = [(Path(run_dir).name, curve(run_dir)) for run_dir in run_dirs]
+    curves = [(str(Path(run_dir)), curve(run_dir)) for run_dir in run_dirs]
+    longest = max(hours[-1] for _, (_, hours, _) in curves)
+    unit, scale = ("hours", 1) if longest > 1 else ("minutes", 1 / 60)
     plt = _pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), layout="constrained")
     for name, (episodes, hours, running) in curves:
-        top.plot(episodes, running, label=name)
-        bottom.plot(hours, running, label=name)
+        label = f"./{name}" if name.startswith("_") else name  # "_x" would hide from the legend
+        top.plot(episodes, running, label=label)
+        bottom.plot([t / scale for t in hours], running, label=label)
     top.set(xlabel="episodes", ylabel="running mean of the score")
-    bottom.set(xlabel="hours of training", ylabel="running mean of the score")
+    bottom.set(xlabel=f"{unit} of training", ylabel="running mean of the score")
     for axes in (top, bottom):
         axes.axhline(0, color="black", linewidth=0.5)
-        axes.set_ylim(-21.5, None)
-        axes.legend(loc="upper left")
+        axes.legend(loc="best")
     top.set_title(f"{len(curves)} runs")
     output = Path(output)
     fig.savefig(output, dpi=100)
     plt.close(fig)
     return output
+
+
+def png(text: str) -> Path:
+    """``--output``: a path ending in .png (matplotlib would add .png, or write another format)."""
+    if not text.lower().endswith(".png"):
+        raise argparse.ArgumentTypeError(f"only .png files are written, got {text!r}")
+    return Path(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,13 +131,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run_dirs", nargs="+", type=Path, help="run directories (hold updates.csv)")
     parser.add_argument(
         "--output",
-        type=Path,
+        type=png,
+        metavar="FILE.png",
         help="PNG to write (default for one run: RUN_DIR/learning_curve.png; needed for several)",
     )
     args = parser.parse_args(argv)
     if len(args.run_dirs) > 1 and args.output is None:
         parser.exit(2, f"{parser.prog}: error: several runs need --output FILE.png\n")
     try:
+        check_distinct(args.run_dirs)
         if len(args.run_dirs) == 1:
             print(plot_run(args.run_dirs[0], args.output))
         else:

@@ -167,7 +167,7 @@ def test_auto_joins_the_recorded_cluster_and_no_address_starts_a_ray_of_its_own(
     assert joined.stdout.startswith(f"Running on the Ray cluster at {recorded} (2 nodes, 2 CPUs)")
     alone = run_driver([*toy, "--num-cpus=1", f"--run-dir={tmp_path / 'b'}"], here)
     assert alone.returncode == 0, alone.stderr
-    assert alone.stdout.startswith("Running on a local Ray (1 node, 1 CPUs)"), alone.stdout
+    assert alone.stdout.startswith("Running on a local Ray (1 node, 1 CPU)"), alone.stdout
     status = _ray(["status", f"--address={address}"], env).stdout  # the cluster lives on
     assert len(re.findall(r"^ 1 node_", status, re.M)) == 2, status
 

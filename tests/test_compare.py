@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pong.compare import MARKS, figures, main, table
 from pong.metrics import UPDATES, MetricsLog
+from tests.test_metrics import _row
 
 
 def _run(directory, running_means: list[float], seconds: float, steps: int = 1000):
@@ -10,7 +11,7 @@ def _run(directory, running_means: list[float], seconds: float, steps: int = 100
     log = MetricsLog(directory)
     for i, running in enumerate(running_means, start=1):
         row = {"update": i, "episodes": 10 * i, "steps": steps * i, "seconds": seconds}
-        log.write(row | {"running_reward": running}, [])
+        log.write(_row(i) | row | {"running_reward": running}, [])
     log.close()
     return directory
 
@@ -38,18 +39,36 @@ def test_the_median_and_range_span_the_runs_and_never_passed_counts_as_last(
     lines = capsys.readouterr().out.splitlines()
     assert lines == table([figures(run) for run in runs])
     header, _, fast, slow, stuck, median, spread = (line[2:-2].split(" | ") for line in lines)
-    assert header[1:5] == ["passed -15", "passed -10", "passed -5", "passed +0"]
+    assert header[1:5] == ["above -15", "above -10", "above -5", "above 0"]
     assert fast[1:5] == ["2 / 20 / 2.00 h", "3 / 30 / 3.00 h", "4 / 40 / 4.00 h", "5 / 50 / 5.00 h"]
     assert slow[1:5] == ["3 / 30 / 1.50 h", "4 / 40 / 2.00 h", "5 / 50 / 2.50 h", "6 / 60 / 3.00 h"]
     assert stuck[1:5] == ["4 / 40 / 1.00 h", "not passed", "not passed", "not passed"]
     # Each figure on its own: the middle of the three, a run that never passed counting last.
-    assert median[1] == "3 / 30 / 1.50 h" and spread[1] == "2 / 20 / 1.00 h to 4 / 40 / 2.00 h"
+    assert median[1] == "3 / 30 / 1.50 h" and spread[1] == "2 to 4 / 20 to 40 / 1.00 h to 2.00 h"
     assert median[4] == "6 / 60 / 5.00 h" and spread[4] == "5 / 50 / 3.00 h to not passed"
     assert (median[5], spread[5]) == ("5", "4 to 6")  # updates
     assert (median[6], spread[6]) == ("+1.00", "-12.00 to +1.00")  # final running means
     speeds = sorted([100_000 / 3600, 300_000 / 1800, 100_000 / 900])
     assert median[7] == f"{speeds[1]:,.0f}" and spread[7] == f"{speeds[0]:,.0f} to {speeds[2]:,.0f}"
-    assert [fast[0], slow[0], stuck[0], median[0]] == ["fast", "slow", "stuck", "**median**"]
+    assert [fast[0], slow[0], stuck[0], median[0]] == [*map(str, runs), "**median**"]
+
+
+def test_an_even_number_of_runs_has_a_median_between_two(tmp_path, capsys) -> None:
+    runs = [_run(tmp_path / n, [-21.0] * (k - 1) + [-14.0], 60.0) for n, k in (("a", 2), ("b", 5))]
+    assert main([str(run) for run in runs]) == 0
+    median = capsys.readouterr().out.splitlines()[-2]
+    assert median.startswith("| **median** | 3.5 / 35 / 0.06 h | not passed |"), median
+
+
+def test_a_run_given_twice_or_with_a_bar_in_its_name(tmp_path, capsys) -> None:
+    run = _run(tmp_path / "a|b", [-21.0, -14.0], 60.0)
+    assert main([str(run), f"{run}/"]) == 2
+    assert capsys.readouterr().err == (
+        f"python -m pong.compare: error: {run}: this run is given twice; give each run once\n"
+    )
+    assert main([str(run)]) == 0
+    row = capsys.readouterr().out.splitlines()[2]
+    assert row.startswith(f"| {tmp_path}/a\\|b | 2 / 20 / 0.03 h |")  # one cell, not two
 
 
 def test_a_directory_without_metrics_is_one_line(tmp_path, capsys) -> None:

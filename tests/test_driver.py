@@ -3,6 +3,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -46,6 +47,11 @@ from tests.test_faults import wait_for
         (["--run-dir="], "argument --run-dir: expected a path, got ''"),
         (["--until-mean=nan"], "argument --until-mean: expected a number, got 'nan'"),
         (["--until-mean=-inf"], "argument --until-mean: expected a number, got '-inf'"),
+        (["--until-mean=21"], "a game scores at most 21, so no running mean is above 21"),
+        (["--evaluate=x", "--iterations=3"], "argument --iterations: not with --evaluate"),
+        (["--evaluate=x", "--until-mean=0"], "argument --until-mean: not with --evaluate"),
+        (["--evaluate=x", "--batch-size=3"], "argument --batch-size: not with --evaluate"),
+        (["--evaluate=x", "--resume=y"], "argument --resume: not with --evaluate"),
     ],
 )
 def test_bad_flags_give_one_line_and_exit_2(argv, message, capsys) -> None:
@@ -184,15 +190,24 @@ def test_until_mean_stops_at_the_first_update_above_it_and_a_resume_past_it_is_r
 ) -> None:
     run = tmp_path / "run"
     toy = ["--env=PongToy/Catch-v0", "--batch-size=4", "--learning-rate=1e-2", "--seed=0"]
-    argv = [*toy, "--num-cpus=1", "--iterations=300", "--until-mean=-2.5", f"--run-dir={run}"]
-    proc = run_driver(argv, _local_env())
+    argv = [*toy, "--num-cpus=1", "--iterations=2", "--until-mean=-2.5", f"--run-dir={run}"]
+    proc = run_driver(argv, _local_env())  # stopped before the mark: the hint keeps it
     assert proc.returncode == 0, proc.stderr
-    first_line = proc.stdout.splitlines()[0]
-    assert first_line.endswith("300 updates or until the running mean is above -2.5")
+    first_line, *_, done = proc.stdout.splitlines()
+    assert first_line.endswith(", 2 updates or until the running mean is above -2.5")
+    assert done.endswith(f" --resume {run} --until-mean=-2.5)")
+    again = shlex.split(done.rpartition("continue with: ")[2][:-1])
+    proc = run_driver([*again[2:], "--num-cpus=1", "--iterations=300"], _local_env())
+    assert proc.returncode == 0, proc.stderr
     running = [float(row["running_reward"]) for row in _csv(run / "updates.csv")]
     assert len(running) > 3, running  # it had to learn first: the toy starts near -3.4
     assert running[-1] > -2.5 and all(x <= -2.5 for x in running[:-1])
     assert load(run).iteration == len(running)  # saved where it stopped
+    assert proc.stdout.splitlines()[-1] == (
+        f"Done: {len(running)} updates ({len(running) - 2} in this run), {4 * len(running)}"
+        f" episodes, best running mean {running[-1]:.2f}; the running mean is above -2.5;"
+        f" checkpoint: {run}/checkpoint.npz"
+    )
 
     assert driver.main(["--resume", str(run), "--until-mean=-2.5"]) == 2
     err = capsys.readouterr().err

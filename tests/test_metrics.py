@@ -98,10 +98,7 @@ def test_summary_of_a_directory_without_metrics_is_one_line(tmp_path, capsys) ->
 def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> None:
     log = MetricsLog(tmp_path)
     for update in (1, 2):
-        log.write(
-            {"update": update, "episodes": update, "steps": 10 * update},
-            [{"episode": update, "update": update, "reward": -1.0, "steps": 10}],
-        )
+        log.write(_row(update), _episodes(update))
     log.close()
     with open(tmp_path / UPDATES, "a") as f:
         f.write("3,3,3")  # a kill while this row was being written
@@ -116,3 +113,29 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
     (tmp_path / EPISODES).write_bytes(b"episode,update\n\xff\xfe\n")
     with pytest.raises(UsageError, match="episodes.csv: not a metrics file"):
         MetricsLog(tmp_path, after=2)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda text: text + "3,6,2700", None),  # a row being written: left out
+        (lambda text: text + "3,6\n", "line 4: not a metrics row"),
+        (lambda text: text + "3,6,abc,1,1,1,1,1,1\n", "line 4: not a metrics row"),
+        (lambda text: text + "3.5,6,2700,1,1,1,1,1,1\n", "line 4: not a metrics row"),
+        (lambda text: text.replace("seconds", "secs"), "line 1: not the header of updates.csv"),
+    ],
+)
+def test_a_damaged_metrics_file_is_one_line_naming_the_line(
+    damage, message, tmp_path, capsys
+) -> None:
+    log = MetricsLog(tmp_path)
+    for update in (1, 2):
+        log.write(_row(update), _episodes(update))
+    log.close()
+    path = tmp_path / UPDATES
+    path.write_text(damage(path.read_text()))
+    if message is None:
+        assert [row["update"] for row in read_rows(path)] == ["1", "2"]
+        return
+    assert main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"python -m pong.metrics: error: {path}, {message}\n"

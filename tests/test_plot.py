@@ -64,3 +64,20 @@ def test_several_runs_without_an_output_is_one_line(tmp_path, capsys) -> None:
         capsys.readouterr().err
         == "python -m pong.plot: error: several runs need --output FILE.png\n"
     )
+
+
+@pytest.mark.parametrize("output", ["runs", "runs.pdf", ""])
+def test_an_output_that_is_not_a_png_is_refused(output, tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        plot.main([str(tmp_path), "--output", output])
+    assert exit_info.value.code == 2
+    assert (
+        f"argument --output: only .png files are written, got {output!r}" in capsys.readouterr().err
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_given_twice_is_one_line(tmp_path, capsys) -> None:
+    assert plot.main([str(tmp_path), f"{tmp_path}/.", "--output", str(tmp_path / "x.png")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not (tmp_path / "x.png").exists()
