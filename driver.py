@@ -79,7 +79,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.evaluate is None and (args.episodes is not None or args.record is not None):
         parser.error("argument --episodes/--record: only with --evaluate CHECKPOINT")
     if args.evaluate is not None:
-        training = [*given(args, Options), *(set(given(args, Config)) - {"env", "seed"})]
+        played = ("env", "seed")  # the only run settings a game uses
+        training = [*given(args, Options), *(n for n in given(args, Config) if n not in played)]
         if training:
             parser.error(f"argument --{training[0].replace('_', '-')}: not with --evaluate")
     if args.record is not None and args.record.suffix.lower() != ".gif":
