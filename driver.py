@@ -53,7 +53,7 @@ from pong.cluster import (
 )
 from pong.config import Config, Options, Watch, add_flags, fill, given
 from pong.env import check_env
-from pong.errors import PongError, UsageError
+from pong.errors import PongError, UsageError, output_closed
 from pong.evaluate import watch
 from pong.run import JOB_CONFIG, Run, in_ray_job
 from pong.stops import held_back, signals_stop
@@ -248,9 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return e.exit_code
         except BrokenPipeError:  # `driver.py | head`: nobody reads any more, so stop as `yes` does
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
             print(f"{PROG}: stopped: its output was closed", file=sys.stderr, flush=True)
-            return 128 + signal.SIGPIPE.value
+            return output_closed()
         except OSError as e:  # a file or socket the checks before could not foresee
             where = f"{e.filename}: " if e.filename else ""
             print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)

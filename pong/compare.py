@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pong.errors import quiet_when_piped
 from pong.metrics import UPDATES, Passed, passed, read_rows, steps_per_second
 
 __all__ = ["MARKS", "Figures", "check_distinct", "figures", "table"]
@@ -165,4 +166,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(quiet_when_piped(main))

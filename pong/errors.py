@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["PongError", "RunFileError", "UsageError", "writing"]
+__all__ = [
+    "PongError",
+    "RunFileError",
+    "UsageError",
+    "output_closed",
+    "quiet_when_piped",
+    "writing",
+]
 
 
 class PongError(Exception):
@@ -33,3 +43,17 @@ def writing(path: Path, lost: str) -> Iterator[None]:
         yield
     except OSError as e:
         raise RunFileError(f"could not write {path}: {e.strerror or e}; {lost}") from None
+
+
+def quiet_when_piped(main: Callable[[], int]) -> int:
+    """A command's exit code; ``... | head`` closing its output ends it quietly, as ``yes``."""
+    try:
+        return main()
+    except BrokenPipeError:
+        return output_closed()
+
+
+def output_closed() -> int:
+    """After a ``BrokenPipeError`` on stdout: the exit code, with no second error at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 128 + signal.SIGPIPE.value

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pong.checkpoint import atomic_open
-from pong.errors import UsageError
+from pong.errors import UsageError, quiet_when_piped
 
 if TYPE_CHECKING:
     from pong.train import Trainer, Update
@@ -251,4 +251,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(quiet_when_piped(main))

@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from pong.compare import MARKS, figures, main, table
 from pong.metrics import UPDATES, MetricsLog
+from tests.helpers import ROOT
 from tests.test_metrics import _row
 
 
@@ -76,3 +81,18 @@ def test_a_directory_without_metrics_is_one_line(tmp_path, capsys) -> None:
     assert capsys.readouterr().err.startswith(
         f"python -m pong.compare: error: {tmp_path / UPDATES}"
     )
+
+
+def test_a_reader_that_closed_the_pipe_ends_it_quietly(tmp_path) -> None:
+    run = _run(tmp_path / "a", [-21.0, -14.0], 60.0)
+    read, write = os.pipe()
+    os.close(read)  # `| head` that has already gone
+    proc = subprocess.run(
+        [sys.executable, "-m", "pong.compare", str(run)],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    os.close(write)
+    assert (proc.returncode, proc.stderr) == (141, "")
