@@ -34,32 +34,41 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def parents() -> dict[int, int]:
+    """The parent of every process on this machine (pid -> parent pid), as /proc shows them."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            found[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    return found
+
+
+def descendants(roots: set[int], parent_of: dict[int, int]) -> set[int]:
+    """The processes ``roots`` started, those they started, and so on (``roots`` left out)."""
+    found = set()
+    while True:
+        children = {pid for pid, parent in parent_of.items() if parent in roots | found}
+        if children <= found:
+            return found - roots
+        found |= children
+
+
 def stop_processes_of(temp_dir: Path, seconds: float = 15) -> None:
     """End the Ray processes started with ``--temp-dir=temp_dir`` and all their children.
 
     Only those: ``ray stop`` would end every Ray on the machine, someone else's too.
     """
-    parents = {}  # pid -> parent pid
-    ours = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-            if str(temp_dir).encode() in cmdline:
-                ours.add(int(entry.name))
+    parent_of = parents()
+    ours = {pid for pid, cmdline in processes() if str(temp_dir).encode() in cmdline}
     caller = os.getpid()  # never this process or what started it, whatever they were given
-    while caller in parents:
+    while caller in parent_of:
         ours.discard(caller)
-        caller = parents[caller] if parents[caller] != caller else 0
-    while True:  # the children (workers) of those, and theirs
-        children = {pid for pid, parent in parents.items() if parent in ours} - ours
-        if not children:
-            break
-        ours |= children
+        caller = parent_of[caller] if parent_of[caller] != caller else 0
+    ours |= descendants(ours, parent_of)  # their workers, and theirs
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in ours:
             with contextlib.suppress(ProcessLookupError):

@@ -12,23 +12,21 @@ from pathlib import Path
 import pytest
 
 from pong.worker import MAX_RESTARTS
-from tests.helpers import BATCH_LINE, ROOT
+from tests.helpers import BATCH_LINE, ROOT, descendants, parents, processes
 
 pytestmark = [pytest.mark.ray, pytest.mark.ale]
 
 
-def worker_pids() -> list[int]:
-    """PIDs of live RolloutWorker processes (Ray sets their titles to ray::RolloutWorker...)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                title = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if title.startswith(b"ray::RolloutWorker"):
-                pids.append(int(entry.name))
-    return pids
+def worker_pids(driver: subprocess.Popen) -> list[int]:
+    """PIDs of the live RolloutWorker processes of ``driver``'s own Ray, never anyone else's.
+
+    Ray sets their titles to ray::RolloutWorker...; they descend from the driver
+    (it started the raylet, which starts them).
+    """
+    ours = descendants({driver.pid}, parents())
+    return [
+        pid for pid, title in processes() if pid in ours and title.startswith(b"ray::RolloutWorker")
+    ]
 
 
 def start_driver(args: list[str], out: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -59,8 +57,8 @@ def test_a_killed_worker_is_restarted_and_every_batch_is_full(tmp_path) -> None:
     proc = start_driver(["--batch-size=2", "--iterations=3", f"--run-dir={tmp_path}/run"], out)
     try:
         wait_for(lambda: "Batch 1 " in out.read_text(), proc)
-        wait_for(lambda: len(worker_pids()) == 2, proc)
-        os.kill(worker_pids()[0], signal.SIGKILL)  # mid-rollout of update 2
+        wait_for(lambda: len(worker_pids(proc)) == 2, proc)
+        os.kill(worker_pids(proc)[0], signal.SIGKILL)  # mid-rollout of update 2
         _, err = proc.communicate(timeout=180)
     finally:
         proc.kill()
@@ -81,7 +79,7 @@ def test_a_worker_that_keeps_dying_stops_the_run_with_one_line(tmp_path) -> None
         wait_for(lambda: "Batch 1 " in out.read_text(), proc)
         kills, deadline = 0, time.monotonic() + 150
         while proc.poll() is None and time.monotonic() < deadline:
-            pids = worker_pids()
+            pids = worker_pids(proc)
             if pids:
                 os.kill(pids[0], signal.SIGKILL)
                 kills += 1
