@@ -27,7 +27,11 @@ def curve(run_dir: str | Path) -> tuple[list[int], list[float], list[float]]:
     Raises:
         ValueError: the directory has no metrics.
     """
-    updates = read_rows(Path(run_dir) / UPDATES)
+    return _curve(read_rows(Path(run_dir) / UPDATES))
+
+
+def _curve(updates: list[dict[str, str]]) -> tuple[list[int], list[float], list[float]]:
+    """``curve`` from a run's rows of ``updates.csv``."""
     episodes, hours, running, seconds = [], [], [], 0.0
     for row in updates:
         seconds += float(row["seconds"])
@@ -55,7 +59,7 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     """
     run_dir = Path(run_dir)
     updates, episodes = read_rows(run_dir / UPDATES), read_rows(run_dir / EPISODES)
-    at_episode, hours, running = curve(run_dir)
+    at_episode, hours, running = _curve(updates)  # the rows just read, not the file again
     plt = _pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), layout="constrained")
     scores = [float(r["reward"]) for r in episodes]
