@@ -120,13 +120,9 @@ def _drop_rows_after(path: Path, update: int) -> None:
     if not path.exists():
         return
     try:
-        text = path.read_text()
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a metrics file (not UTF-8 text)") from None
-    lines = text.splitlines(keepends=True)
-    torn = bool(lines) and not lines[-1].endswith("\n")
-    if torn:
-        lines.pop()
+        lines, torn = _whole_lines(path)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     reader = csv.DictReader(lines)
     kept, rows = [], 0
     for row in reader:
@@ -146,6 +142,23 @@ def _drop_rows_after(path: Path, update: int) -> None:
         writer.writerows(kept)
 
 
+def _whole_lines(path: Path) -> tuple[list[str], bool]:
+    """The lines of a metrics file, and whether a torn last one was left out.
+
+    A last line without its newline is being written by a run, or was cut off
+    by a kill while it was.
+
+    Raises:
+        ValueError: the file is not UTF-8 text.
+    """
+    try:
+        lines = path.read_text().splitlines(keepends=True)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a metrics file (not UTF-8 text)") from None
+    torn = bool(lines) and not lines[-1].endswith("\n")
+    return (lines[:-1] if torn else lines), torn
+
+
 def read_rows(path: Path) -> list[dict[str, str]]:
     """The rows of a metrics CSV, each checked to be whole and numeric.
 
@@ -158,12 +171,7 @@ def read_rows(path: Path) -> list[dict[str, str]]:
     """
     if not path.is_file():
         raise ValueError(f"{path}: no such file; is {path.parent} a run directory?")
-    try:
-        lines = path.read_text().splitlines(keepends=True)
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a metrics file (not UTF-8 text)") from None
-    if lines and not lines[-1].endswith("\n"):
-        lines.pop()
+    lines, _ = _whole_lines(path)
     reader = csv.DictReader(lines)
     fields = UPDATE_FIELDS if path.name == UPDATES else EPISODE_FIELDS
     if reader.fieldnames is not None and not set(fields) <= set(reader.fieldnames):
