@@ -15,11 +15,14 @@ def deliver(sig: signal.Signals) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_signals_stop_raises_keyboard_interrupt_and_restores_the_handlers(sig) -> None:
-    before = signal.getsignal(sig)
-    with pytest.raises(KeyboardInterrupt), signals_stop() as received:
-        deliver(sig)
-    assert received == [sig]
-    assert signal.getsignal(sig) is before
+    outer = signal.signal(sig, signal.default_int_handler)  # not ignored, even under nohup
+    try:
+        with pytest.raises(KeyboardInterrupt), signals_stop() as received:
+            deliver(sig)
+        assert received == [sig]
+        assert signal.getsignal(sig) is signal.default_int_handler
+    finally:
+        signal.signal(sig, outer)
 
 
 def test_a_second_signal_is_counted_but_does_not_interrupt_again() -> None:
