@@ -72,13 +72,11 @@ def test_the_shipped_policy_and_metrics_are_from_the_same_run() -> None:
     policy = load(RUN / "policy.npz", policy=True)
     assert (RUN / "policy.npz").stat().st_size < 10e6
     assert policy.config == Config(seed=policy.config.seed)  # every setting at its default
-    with open(RUN / "updates.csv", newline="") as f:
-        updates = list(csv.DictReader(f))
+    updates = _rows(RUN / "updates.csv")
     assert [int(r["update"]) for r in updates] == list(range(1, policy.iteration + 1))
     assert int(updates[-1]["episodes"]) == policy.episodes
     assert float(updates[-1]["running_reward"]) == pytest.approx(policy.running_reward)
-    with open(RUN / "episodes.csv", newline="") as f:
-        assert sum(1 for _ in csv.DictReader(f)) == policy.episodes
+    assert len(_rows(RUN / "episodes.csv")) == policy.episodes
 
 
 GAME = re.compile(r"Game (\d+) \(seed (\d+)\): (won|lost) (\d+)-(\d+) in \d+ steps")
