@@ -200,7 +200,7 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
     """
     updates = read_rows(Path(run_dir) / UPDATES)
     last = updates[-1]
-    hours = sum(float(r["seconds"]) for r in updates) / 3600
+    hours = training_seconds(updates) / 3600
     speed = steps_per_second(updates)
     running = [float(r["running_reward"]) for r in updates]
     best = max(range(len(updates)), key=running.__getitem__)
@@ -219,9 +219,14 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
     return lines
 
 
+def training_seconds(updates: list[dict[str, str]]) -> float:
+    """The updates' own seconds, summed: no start-ups, no time spent interrupted."""
+    return sum(float(row["seconds"]) for row in updates)
+
+
 def steps_per_second(updates: list[dict[str, str]]) -> float:
     """A run's env steps by its seconds of training (NaN if it recorded no time)."""
-    seconds = sum(float(row["seconds"]) for row in updates)
+    seconds = training_seconds(updates)
     return int(updates[-1]["steps"]) / seconds if seconds > 0 else float("nan")
 
 
