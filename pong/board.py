@@ -18,13 +18,18 @@ The CSVs stay the run's record; these files are for watching.
 
 from __future__ import annotations
 
+import os
+import socket
+import struct
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tensorboardX.event_file_writer import EventsWriter
 from tensorboardX.proto.event_pb2 import Event, SessionLog
+from tensorboardX.record_writer import masked_crc32c
 from tensorboardX.summary import scalar
+
+from pong.files import create_new
 
 if TYPE_CHECKING:
     from pong.train import Trainer, Update
@@ -38,11 +43,13 @@ class Board:
     """Writes one update's scalars at a time into an event file in ``run_dir``."""
 
     def __init__(self, run_dir: Path, resumed_at_step: int | None = None) -> None:
-        # The name holds the second it was made; nanoseconds keep a quick resume's name new
-        # and, sorted, after the one before (TensorBoard reads the files in name order).
-        self._events = EventsWriter(str(run_dir / EVENTS.split(".")[0]), f".{time.time_ns()}")
+        # The name holds the second it was made, as tensorboardX's; nanoseconds keep a quick
+        # resume's name new and, sorted, after the one before (TensorBoard reads them in order).
+        name = f"{EVENTS}{int(time.time())}.{socket.gethostname()}.{time.time_ns()}"
+        self._file = create_new(run_dir / name)  # a new file, never through a planted link
+        self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
         if resumed_at_step is not None:  # hide what a killed run logged past its checkpoint
-            self._events.write_event(
+            self._write(
                 Event(
                     wall_time=time.time(),
                     step=resumed_at_step + 1,
@@ -60,11 +67,19 @@ class Board:
         self._scalar("charts/SPS", update.steps_per_second, trainer.steps)
         self._scalar("charts/running_reward", trainer.running_reward, trainer.steps)
         self._scalar("charts/update_seconds", update.seconds, trainer.steps)
-        self._events.flush()
+        self._file.flush()
+        os.fsync(self._file.fileno())
 
     def close(self) -> None:
-        self._events.close()
+        self._file.close()
+
+    def _write(self, event: Event) -> None:
+        """One record of TensorBoard's file format: length, its CRC, the event, its CRC."""
+        data = event.SerializeToString()
+        header = struct.pack("<Q", len(data))
+        crcs = struct.pack("<I", masked_crc32c(header)), struct.pack("<I", masked_crc32c(data))
+        self._file.write(header + crcs[0] + data + crcs[1])
 
     def _scalar(self, tag: str, value: float, step: int) -> None:
         event = Event(wall_time=time.time(), step=step, summary=scalar(tag, float(value)))
-        self._events.write_event(event)
+        self._write(event)

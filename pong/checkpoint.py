@@ -4,10 +4,10 @@ The file holds the weights (``W1``, ``W2``), the RMSProp cache
 (``cache_W1``, ``cache_W2``) and ``meta``: a JSON text with the counters,
 the running reward and the run's ``Config`` (its seed, and the other fields
 under ``settings``), each checked on load as its flag is. It loads with
-``allow_pickle=False``, so a checkpoint can never run code. It is written to a
-temporary file next to its destination and renamed over it, so a crash or a
-full disk in the middle of a save never replaces a good checkpoint with half of
-one.
+``allow_pickle=False``, so a checkpoint can never run code. It is written with
+``pong.files.atomic_write``, so a crash or a full disk in the middle of a save
+never replaces a good checkpoint with half of one, and a link planted in the run
+directory never redirects it.
 
 A *policy file* (``save_policy``) is the small form for sharing a trained
 agent: the weights only, as float32, compressed (about 5 MB instead of 20),
@@ -22,16 +22,14 @@ import json
 import math
 import os
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import numpy as np
 
 from pong.config import Config
 from pong.errors import UsageError
+from pong.files import atomic_write
 from pong.model import D, H
 
 __all__ = ["FILENAME", "Checkpoint", "CheckpointError", "load", "save", "save_policy"]
@@ -83,10 +81,15 @@ def save(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
     _write(Path(path), arrays, _meta(checkpoint, FORMAT), np.savez)
 
 
-def save_policy(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
-    """Write ``checkpoint``'s weights alone, as float32, compressed, atomically."""
+def save_policy(path: str | os.PathLike, checkpoint: Checkpoint, *, replace: bool = True) -> int:
+    """Write ``checkpoint``'s weights alone, as float32, compressed, atomically; its size.
+
+    Raises:
+        FileExistsError: ``replace`` is false and ``path`` exists (the file is untouched).
+    """
     arrays = {k: checkpoint.weights[k].astype(np.float32) for k in POLICY_SHAPES}
-    _write(Path(path), arrays, _meta(checkpoint, POLICY_FORMAT), np.savez_compressed)
+    meta = _meta(checkpoint, POLICY_FORMAT)
+    return _write(Path(path), arrays, meta, np.savez_compressed, replace)
 
 
 def _meta(checkpoint: Checkpoint, format: str) -> dict[str, object]:
@@ -102,27 +105,13 @@ def _meta(checkpoint: Checkpoint, format: str) -> dict[str, object]:
     }
 
 
-def _write(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, object], savez) -> None:
-    with atomic_open(path, "wb") as f:
+def _write(
+    path: Path, arrays: dict[str, np.ndarray], meta: dict[str, object], savez, replace: bool = True
+) -> int:
+    """Write the ``.npz`` whole or not at all (``pong.files.atomic_write``); its size in bytes."""
+    with atomic_write(path, "wb", replace=replace) as f:
         savez(f, **arrays, meta=np.array(json.dumps(meta)))
-
-
-@contextmanager
-def atomic_open(path: Path, mode: str, **kwargs) -> Iterator[IO]:
-    """Open a temporary file beside ``path``; on success, fsync it and rename it over ``path``.
-
-    Readers see the old file or the new one, never half of one; if the writing
-    fails, the temporary file is removed and ``path`` is untouched.
-    """
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(tmp, mode, **kwargs) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        return f.tell()
 
 
 def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:

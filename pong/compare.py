@@ -166,4 +166,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(quiet_when_piped(main))
+    sys.exit(quiet_when_piped(main, "python -m pong.compare"))

@@ -45,15 +45,29 @@ def writing(path: Path, lost: str) -> Iterator[None]:
         raise RunFileError(f"could not write {path}: {e.strerror or e}; {lost}") from None
 
 
-def quiet_when_piped(main: Callable[[], int]) -> int:
-    """A command's exit code; ``... | head`` closing its output ends it quietly, as ``yes``."""
+def quiet_when_piped(main: Callable[[], int], prog: str) -> int:
+    """A command's exit code; ``... | head`` closing its output ends it quietly, as ``yes``,
+    and output that cannot be written (``> /dev/full``) is one line naming the cause."""
     try:
-        return main()
+        code = main()
+        sys.stdout.flush()  # here, not at exit, where a failure would be a traceback
+        return code
     except BrokenPipeError:
         return output_closed()
+    except OSError as e:
+        if e.filename is not None:  # a file of the command's own, not its output
+            raise
+        print(f"{prog}: error: could not write the output: {e.strerror or e}", file=sys.stderr)
+        _discard_stdout()
+        return 1
 
 
 def output_closed() -> int:
     """After a ``BrokenPipeError`` on stdout: the exit code, with no second error at exit."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    _discard_stdout()
     return 128 + signal.SIGPIPE.value
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that what is left in its buffer fails nowhere at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

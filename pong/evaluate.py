@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator
 import gymnasium as gym
 import numpy as np
 
-from pong.checkpoint import CheckpointError, atomic_open, load
+from pong.checkpoint import CheckpointError, load
 from pong.config import Watch, fresh_seed
 from pong.env import check_env, make_env
 from pong.errors import UsageError, writing
+from pong.files import atomic_write
 from pong.gif import GifWriter
 from pong.model import Model
 from pong.rollout import rollout
@@ -97,7 +98,7 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
     if record is None:
         scores = report(play_games(model, env_id, episodes, seed), seed)
     else:  # written as played; a stop or a full disk leaves any old GIF whole
-        with writing(record, "no recording was kept"), atomic_open(record, "wb") as f:
+        with writing(record, "no recording was kept"), atomic_write(record) as f:
             gif = GifWriter(f, FRAME_SECONDS)
             scores = report(play_games(model, env_id, episodes, seed, on_frame=gif.add), seed)
             gif.close()

@@ -8,11 +8,13 @@ a checkpoint's 20), with the run's counters and settings. ``python driver.py
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from pong.checkpoint import CheckpointError, load, save_policy
+from pong.errors import quiet_when_piped
 
 __all__ = ["main"]
 
@@ -28,19 +30,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"argument output: must end in .npz, got {str(args.output)!r}")
     if not args.output.parent.is_dir():
         parser.error(f"argument output: no such directory {args.output.parent}")
-    if args.output.exists():  # it could be a run's checkpoint: never write over a file
+    if os.path.lexists(args.output):  # said before the loading; save_policy makes sure
         parser.error(f"argument output: {args.output} exists; choose a new name")
     try:
         checkpoint = load(args.checkpoint, policy=True)
     except CheckpointError as e:
         parser.error(f"argument checkpoint: {e}")
-    try:
-        save_policy(args.output, checkpoint)
+    try:  # lands only if no file has the name, in one step: a second writer cannot win too
+        size = save_policy(args.output, checkpoint, replace=False)
+    except FileExistsError:
+        parser.exit(1, f"{parser.prog}: error: {args.output} exists; choose a new name\n")
     except OSError as e:
         parser.exit(1, f"{parser.prog}: error: could not write {args.output}: {e.strerror or e}\n")
     running = checkpoint.running_reward
     print(
-        f"Wrote {args.output} ({args.output.stat().st_size / 1e6:.1f} MB): the float32 policy"
+        f"Wrote {args.output} ({size / 1e6:.1f} MB): the float32 policy"
         f" of update {checkpoint.iteration}, {checkpoint.episodes} episodes, running mean"
         f" {'-' if running is None else f'{running:.2f}'}"
     )
@@ -48,4 +52,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(quiet_when_piped(main, "python -m pong.export"))

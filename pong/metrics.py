@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pong.checkpoint import atomic_open
 from pong.errors import UsageError, quiet_when_piped
+from pong.files import atomic_write, open_regular
 
 if TYPE_CHECKING:
     from pong.train import Trainer, Update
@@ -69,7 +69,7 @@ class MetricsLog:
             if after is not None:
                 _drop_rows_after(path, after)
             new = not path.exists() or path.stat().st_size == 0
-            f = open(path, "a", newline="")  # noqa: SIM115 - closed in close()
+            f = open_regular(path, "a", newline="")  # never through a planted link
             writer = csv.DictWriter(f, fieldnames=fields)
             if new:
                 writer.writeheader()
@@ -136,7 +136,7 @@ def _drop_rows_after(path: Path, update: int) -> None:
             ) from None
     if reader.fieldnames is None or (len(kept) == rows and not torn):
         return
-    with atomic_open(path, "w", newline="") as f:
+    with atomic_write(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=reader.fieldnames)
         writer.writeheader()
         writer.writerows(kept)
@@ -264,4 +264,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(quiet_when_piped(main))
+    sys.exit(quiet_when_piped(main, "python -m pong.metrics"))

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pong.compare import check_distinct
+from pong.errors import quiet_when_piped
+from pong.files import atomic_write
 from pong.metrics import EPISODES, UPDATES, read_rows
 
 __all__ = ["curve", "plot_run", "plot_runs"]
@@ -86,10 +88,7 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     )
     bottom.set(xlabel=f"training time ({unit})", ylabel="env steps/s", ylim=(0, None))
 
-    output = Path(output) if output else run_dir / "learning_curve.png"
-    fig.savefig(output, dpi=100)
-    plt.close(fig)
-    return output
+    return _save(fig, Path(output) if output else run_dir / "learning_curve.png")
 
 
 def plot_runs(run_dirs: Sequence[str | Path], output: str | Path) -> Path:
@@ -114,9 +113,14 @@ def plot_runs(run_dirs: Sequence[str | Path], output: str | Path) -> Path:
         axes.axhline(0, color="black", linewidth=0.5)
         axes.legend(loc="best")
     top.set_title(f"{len(curves)} runs")
-    output = Path(output)
-    fig.savefig(output, dpi=100)
-    plt.close(fig)
+    return _save(fig, Path(output))
+
+
+def _save(fig, output: Path) -> Path:
+    """Write ``fig`` as a PNG whole or not at all, never through a planted link."""
+    with atomic_write(output) as f:
+        fig.savefig(f, format="png", dpi=100)
+    _pyplot().close(fig)
     return output
 
 
@@ -166,4 +170,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(quiet_when_piped(main, "python -m pong.plot"))

@@ -20,6 +20,7 @@ from pong.board import EVENTS, Board
 from pong.checkpoint import FILENAME, Checkpoint, CheckpointError, load, save
 from pong.config import Config, fresh_seed
 from pong.errors import UsageError, writing
+from pong.files import open_regular
 from pong.metrics import EPISODES, UPDATES, MetricsLog
 from pong.train import Trainer, Update
 
@@ -52,7 +53,7 @@ def lock(directory: Path) -> IO[str]:
     Raises:
         UsageError: another process holds it; the message names that process.
     """
-    f = open(directory / LOCK, "a+")  # noqa: SIM115 - kept open: the lock lives with it
+    f = open_regular(directory / LOCK, "a+")  # kept open: the lock lives with it
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -148,7 +149,8 @@ class Run:
             self.directory.mkdir(parents=True, exist_ok=True)
             self.lock = lock(self.directory)
         except OSError as e:
-            raise UsageError(f"run directory {self.directory}: {e.strerror or e}") from None
+            where = e.filename or f"run directory {self.directory}"  # the lock file, say
+            raise UsageError(f"{where}: {e.strerror or e}") from None
         if self.saved is None:
             self._check_empty()
         elif saved_stamp(self.checkpoint_path) != self.stamp:  # another driver saved meanwhile
@@ -165,8 +167,7 @@ class Run:
                 " or choose another --run-dir"
             )
         for name in (UPDATES, EPISODES):
-            path = self.directory / name
-            if path.is_file() and len(path.read_bytes().splitlines()) > 1:  # more than a header
+            if _holds_rows(self.directory / name):
                 raise UsageError(
                     f"{self.directory} already holds a run's {name}; choose another --run-dir"
                 )
@@ -217,6 +218,17 @@ class Run:
                 self.directory.rmdir()
             self.lock.close()
             self.lock = None
+
+
+def _holds_rows(path: Path) -> bool:
+    """Whether the metrics file ``path`` holds more than a header; anything but a regular
+    file holds something (a FIFO is not read: it could block forever)."""
+    if not os.path.lexists(path):
+        return False
+    if not path.is_file() or path.is_symlink():
+        return True
+    with open(path, "rb") as f:
+        return len(f.read(64 * 1024).splitlines()) > 1  # a header is one short line
 
 
 def saved_stamp(path: Path) -> tuple[int, int] | None:
