@@ -76,11 +76,14 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
         checkpoint = load(options.evaluate, policy=True)
     except CheckpointError as e:
         raise UsageError(f"--evaluate: {e}") from None
-    env_id = env_id or checkpoint.config.env
+    trained_on, given = checkpoint.config.env, env_id
+    env_id = env_id or trained_on
     try:
         check_env(env_id)
-    except ValueError as e:
-        raise UsageError(f"--env: {e}") from None
+    except ValueError as e:  # the policy's own env may have been edited into its file
+        raise UsageError(
+            f"{'--env' if given else f'{options.evaluate}: settings.env'}: {e}"
+        ) from None
     record = options.record
     if record is not None and not record.parent.is_dir():
         raise UsageError(f"--record: no such directory {record.parent}")
@@ -94,6 +97,8 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
         f" {options.evaluate} (update {checkpoint.iteration}), seed {seed}",
         flush=True,
     )
+    if env_id != trained_on:  # a policy may play another Pong env, but a user should know
+        print(f"note: this policy was trained on {trained_on!r}, not {env_id}", flush=True)
     model = Model.from_weights(checkpoint.weights)
     if record is None:
         scores = report(play_games(model, env_id, episodes, seed), seed)

@@ -300,7 +300,7 @@ def test_the_resume_hint_is_a_command_that_works_from_here(tmp_path, monkeypatch
     [
         (["--address="], "the cluster address is empty"),
         (["--address=http://127.0.0.1:8265"], "looks like the dashboard's (Ray Jobs) address"),
-        (["--env=ALE/Breakout-v5"], "plays breakout, not Pong"),
+        (["--env=ALE/Breakout-v5"], "unknown env id 'ALE/Breakout-v5': this program plays"),
     ],
 )
 def test_addresses_and_envs_a_user_might_paste_are_one_line(argv, message, capsys) -> None:

@@ -174,3 +174,29 @@ def test_a_full_disk_while_recording_is_one_line_and_keeps_the_old_gif(
     assert err.count("\n") == 1 and f"could not write {gif}: No space left on device" in err
     assert gif.read_bytes() == b"an older recording"
     assert sorted(p.name for p in tmp_path.iterdir()) == [FILENAME, "game.gif"]  # no leftovers
+
+
+def _policy(path, env: str) -> None:
+    model = Model(seed=2)
+    cache = zeros_like_weights(model.weights)
+    save(
+        path, Checkpoint(model.weights, cache, 5, 50, 50_000, -20.0, -19.5, Config(seed=2, env=env))
+    )
+
+
+def test_playing_another_env_than_the_policy_learned_is_said(tmp_path, capsys) -> None:
+    _policy(tmp_path / "pong.npz", "Pong-v0")
+    assert driver.main(["--evaluate", str(tmp_path / "pong.npz"), f"--env={TOY.env}"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == f"note: this policy was trained on 'Pong-v0', not {TOY.env}"
+    _policy(tmp_path / "toy.npz", TOY.env)
+    assert driver.main(["--evaluate", str(tmp_path / "toy.npz"), f"--env={TOY.env}"]) == 0
+    assert "note:" not in capsys.readouterr().out  # its own env: nothing to say
+
+
+def test_an_env_id_edited_into_a_policy_file_is_refused_not_imported(tmp_path, capsys) -> None:
+    _policy(tmp_path / FILENAME, "this:Foo-v0")
+    assert driver.main(["--evaluate", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert f"{tmp_path}: settings.env: env id 'this:Foo-v0' names a Python module" in captured.err
