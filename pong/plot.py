@@ -149,9 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_distinct(args.run_dirs)
         if len(args.run_dirs) == 1:
-            print(plot_run(args.run_dirs[0], args.output))
+            drawn = plot_run(args.run_dirs[0], args.output)
         else:
-            print(plot_runs(args.run_dirs, args.output))
+            drawn = plot_runs(args.run_dirs, args.output)
     except ValueError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 2
@@ -166,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    print(drawn)  # outside the try: an error here is the output's, not the PNG's
     return 0
 
 
