@@ -1,27 +1,30 @@
-"""Sending an update's games to the workers, as many at a time per node as it has CPUs.
+"""Dealing an update's games to the workers: one each to start, then the next to whoever is free.
 
-Every call goes out at the start of the update, but a game sent to a node
-with C CPUs after C others carries a ``Turn`` and waits, inside its call,
-for a CPU to come free (``pong.worker.wait_turn``): more games than cores
-would only take turns on them, each turn costing a game its caches. A call
-to a worker that Ray is restarting (its process or node was lost) is sent
-again; a worker whose restarts are used up stops the run.
+There are as many workers as can play at once (one per CPU, at most the batch
+size), so no game waits for a core: a worker that finishes a game gets the
+batch's next one. Game ``g`` of update ``u`` is seeded from (run seed, ``u``,
+``g``) (``pong.worker.game_seed``), so it is the same game whichever worker, on
+whichever node, plays it. A game whose worker Ray is restarting (its process or
+node was lost) goes to the next worker to finish, or back to its own once Ray
+has restarted it; a worker whose restarts are used up stops the run.
 """
 
 from __future__ import annotations
 
-import math
 import time
+from collections.abc import Iterator
 
 import ray
 
 from pong.errors import PongError
-from pong.worker import MAX_RESTARTS, Turn
+from pong.worker import MAX_RESTARTS, game_seed
 
 __all__ = ["Games", "WorkerError"]
 
 UNAVAILABLE_RETRIES = 30  # calls re-sent to a worker that Ray reports temporarily unreachable
 UNAVAILABLE_WAIT_S = 1.0  # pause before each, while Ray restarts it (e.g. after a lost node)
+
+Calls = dict[ray.ObjectRef, tuple[int, int]]  # a call's result -> (its worker, its game)
 
 
 class WorkerError(PongError):
@@ -29,17 +32,21 @@ class WorkerError(PongError):
 
 
 class Games:
-    """The calls of one update to ``actors``: when each game starts, where it ran, re-sends.
+    """The games of one update at a time, dealt to ``actors``; where each ran; re-sends.
 
-    Creating it waits until every actor has started, to learn its node, so
-    that even the first update keeps to each node's CPUs.
+    Args:
+        actors: the ``RolloutWorker`` handles; creating ``Games`` waits until each
+            has started, to learn its node.
+        seed: the run's seed, from which every game's seed derives.
     """
 
-    def __init__(self, actors: list[ray.actor.ActorHandle]) -> None:
-        self.actors = actors
+    def __init__(self, actors: list[ray.actor.ActorHandle], seed: int) -> None:
+        self.actors, self.seed = actors, seed
         started = ray.get([actor.describe.remote() for actor in actors])
         self.nodes = {i: info["node_id"] for i, info in enumerate(started)}  # worker -> node
-        self.node_cpus: dict[str, float] = {}  # node -> its CPUs, asked once per node
+        self.iteration, self.model_ref = 0, None  # the update being dealt, and its model
+        self.left: Iterator[int] = iter(())  # the update's games not yet sent
+        self.again: list[int] = []  # games whose worker was lost, to send before those left
         self.resent: dict[int, int] = {}  # worker -> calls sent again in this update
         self.notes: list[str] = []  # what happened in this update, one line each
 
@@ -48,46 +55,27 @@ class Games:
         nodes = list(self.nodes.values())
         return {node: nodes.count(node) for node in dict.fromkeys(nodes)}
 
-    def start(self, model_ref: ray.ObjectRef) -> dict[ray.ObjectRef, int]:
-        """Send every worker its game; returns each call's result -> index of its worker."""
-        self.resent, self.notes = {}, []
-        pending, sent = {}, {}  # sent: node -> its calls so far, in order
-        for i, actor in enumerate(self.actors):
-            ahead = sent.setdefault(self.nodes[i], [])
-            ref = actor.compute_gradient.remote(model_ref, self.turn(self.nodes[i], ahead))
-            pending[ref] = i
-            ahead.append(ref)
+    def start(self, iteration: int, batch_size: int, model_ref: ray.ObjectRef) -> Calls:
+        """Deal update ``iteration``'s first games, one to each worker (at most ``batch_size``)."""
+        self.iteration, self.model_ref = iteration, model_ref
+        self.left, self.again, self.resent, self.notes = iter(range(batch_size)), [], {}, []
+        pending: Calls = {}
+        for i in range(len(self.actors)):
+            pending.update(self.next(i))
         return pending
 
-    def turn(self, node: str, ahead: list[ray.ObjectRef]) -> Turn | None:
-        """When the next game sent to ``node`` may start, after the games ``ahead`` of it.
-
-        At once while the node has a CPU free; else once at most C - 1 of the
-        last 2C games sent there still play. Naming only the last 2C, not every
-        earlier game, keeps the driver's cost of each call constant.
-        """
-        cpus = self.cpus(node)
-        if len(ahead) < cpus:
-            return None
-        window = ahead[-2 * cpus :]
-        return Turn(window, len(window) - cpus + 1)
-
-    def cpus(self, node: str) -> int | float:
-        """Whole CPUs of a Ray node: at least 1; ``math.inf`` for a node that has left."""
-        if node not in self.node_cpus:  # a node not seen yet: ask the cluster once
-            self.node_cpus.update(
-                (n["NodeID"], n["Resources"].get("CPU", 0)) for n in ray.nodes() if n["Alive"]
-            )
-            self.node_cpus.setdefault(node, math.inf)  # gone: its workers restart elsewhere
-        cpus = self.node_cpus[node]
-        return cpus if cpus == math.inf else max(1, int(cpus))
+    def next(self, i: int) -> Calls:
+        """Worker ``i``'s next game, while the update has games left (else nothing)."""
+        game = self.again.pop(0) if self.again else next(self.left, None)
+        return {} if game is None else {self._send(i, game): (i, game)}
 
     def played_on(self, i: int, node: str | None) -> None:
         """Worker ``i``'s last game ran on ``node``: a restarted worker may have moved."""
         self.nodes[i] = node or self.nodes[i]
 
-    def resend(self, i: int, error: Exception, model_ref: ray.ObjectRef) -> ray.ObjectRef:
-        """Ask worker ``i`` again once Ray has restarted it; the new call's result.
+    def resend(self, i: int, game: int, error: Exception, busy: bool) -> Calls:
+        """Play ``game``, lost with worker ``i``, again: on the next worker to finish if
+        others are ``busy`` playing, else on worker ``i`` once Ray has restarted it.
 
         Raises:
             WorkerError: the worker is gone and Ray will not restart it again.
@@ -105,5 +93,12 @@ class Games:
                 " waiting for Ray to restart it"
             )
         self.resent[i] = self.resent.get(i, 0) + 1
+        if busy:
+            self.again.append(game)
+            return {}
         time.sleep(UNAVAILABLE_WAIT_S)
-        return self.actors[i].compute_gradient.remote(model_ref)
+        return {self._send(i, game): (i, game)}
+
+    def _send(self, i: int, game: int) -> ray.ObjectRef:
+        seed = game_seed(self.seed, self.iteration, game)
+        return self.actors[i].compute_gradient.remote(self.model_ref, seed)

@@ -1,11 +1,12 @@
 """The training loop's state and one update, as Ray's Pong example has it.
 
 ``Trainer.step`` is one update: ``play`` puts the model in the object store
-once, starts a game on every ``RolloutWorker`` and adds each gradient up as it
-arrives (``ray.wait``); ``apply`` applies RMSProp and counts the update. When
-each game may start and what to do about a worker Ray is restarting is
-``pong.schedule.Games``'s business; counting the games of an update is
-``Update``'s.
+once, starts a game on every ``RolloutWorker``, adds each gradient up as it
+arrives (``ray.wait``) and gives that worker the batch's next game; ``apply``
+applies RMSProp and counts the update. There are as many workers as can play at
+once: one per CPU, at most the batch size. Which game goes where and what to do
+about a worker Ray is restarting is ``pong.schedule.Games``'s business;
+counting the games of an update is ``Update``'s.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from pong.model import Model, zeros_like_weights
 from pong.schedule import Games
 from pong.worker import Result, RolloutWorker
 
-__all__ = ["NonFiniteError", "Trainer", "Update"]
+__all__ = ["NonFiniteError", "Trainer", "Update", "cpus"]
 
-# Spawn-key prefix of the worker seeds of a resumed run: (RESUMED, update) never
-# collides with the keys (0,), (1,), ... that a fresh run's seeds use.
-RESUMED = 0xFFFF_FFFF
+
+def cpus() -> int:
+    """The CPUs of the Ray this process is connected to, all nodes together (at least 1)."""
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
 class NonFiniteError(PongError):
@@ -40,6 +42,7 @@ class Update:
 
     iteration: int  # this update's number, from 1
     running_reward: float | None  # the running mean of game scores, after each game added
+    games: list[int] = field(default_factory=list)  # each game's index in the batch, from 0
     rewards: list[float] = field(default_factory=list)  # each game's score
     episode_steps: list[int] = field(default_factory=list)  # each game's env steps
     messages: list[str] = field(default_factory=list)  # notes and warnings, one line each
@@ -47,8 +50,9 @@ class Update:
     seconds: float = 0.0  # wall time of the whole update
     started: float = 0.0  # time.perf_counter() when it began
 
-    def add(self, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
-        """Count one game: its gradient into ``grad_buffer``, its score into the running mean."""
+    def add(self, game: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
+        """Count game ``game``: its gradient into ``grad_buffer``, its score into the running
+        mean."""
         if result.restarted:
             self.messages.append(
                 "note: a worker's process had died; Ray restarted it and its game was played again"
@@ -62,6 +66,7 @@ class Update:
             self.messages.append(
                 "warning: a worker returned a non-finite gradient; left out of this update"
             )
+        self.games.append(game)
         self.rewards.append(result.reward)
         self.episode_steps.append(result.steps)
         running = self.running_reward
@@ -87,17 +92,20 @@ class Trainer:
 
     Args:
         config: the run's settings; ``config.seed`` seeds the weights and,
-            through independent child seeds, every worker's games.
+            through independent child seeds, every game (``pong.worker.game_seed``).
         resume: a checkpoint to continue from: its weights, RMSProp cache,
-            counters and running reward. Its workers get seeds derived from
-            (seed, update resumed at), so it does not replay the first games.
+            counters and running reward.
+        workers: how many ``RolloutWorker`` actors to start; by default as many
+            as can play at once: the CPUs of Ray's nodes, at most the batch size.
     """
 
-    def __init__(self, config: Config, resume: Checkpoint | None = None) -> None:
+    def __init__(
+        self, config: Config, resume: Checkpoint | None = None, workers: int | None = None
+    ) -> None:
         if config.seed is None:
             raise ValueError("a Trainer needs a seed; pong.config.fresh_seed() makes one")
         self.config = config
-        model_seed, *worker_seeds = np.random.SeedSequence(config.seed).spawn(1 + config.batch_size)
+        (model_seed,) = np.random.SeedSequence(config.seed).spawn(1)  # games use other keys
         self.model = Model(model_seed)
         self.rmsprop_cache = zeros_like_weights(self.model.weights)  # RMSProp memory
         self.grad_buffer = zeros_like_weights(self.model.weights)  # the batch's gradient sum
@@ -106,12 +114,11 @@ class Trainer:
         self.iteration = self.episodes = self.steps = 0  # updates, games and env steps done
         if resume is not None:
             self._restore(resume)
-            key = (RESUMED, resume.iteration)
-            seeds = np.random.SeedSequence(config.seed, spawn_key=key)
-            worker_seeds = seeds.spawn(config.batch_size)
+        workers = workers or min(config.batch_size, cpus())
         # SPREAD: on a cluster, the games go to every node, not just the head.
         spread = RolloutWorker.options(scheduling_strategy="SPREAD")
-        self.games = Games([spread.remote(config.env, s) for s in worker_seeds])  # waits for them
+        actors = [spread.remote(config.env) for _ in range(workers)]
+        self.games = Games(actors, config.seed)  # waits for them to start
 
     def step(self) -> Update:
         """One update: play a game per worker (``play``), then RMSProp (``apply``)."""
@@ -120,22 +127,23 @@ class Trainer:
         return update
 
     def play(self) -> Update:
-        """Play one game per worker and sum their gradients; nothing is applied yet."""
+        """Play the batch's games and sum their gradients; nothing is applied yet."""
         update = Update(self.iteration + 1, self.running_reward, started=time.perf_counter())
         for g in self.grad_buffer.values():
             g.fill(0)  # here, not after the update: a stopped update leaves a partial sum
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
-        pending = self.games.start(model_ref)  # each call's result -> its worker's index
-        while pending:
+        pending = self.games.start(update.iteration, self.config.batch_size, model_ref)
+        while pending:  # each call's result -> (its worker, its game)
             [ready], _ = ray.wait(list(pending))  # take each game as soon as it is done
-            i = pending.pop(ready)
+            i, game = pending.pop(ready)
             try:
                 result = ray.get(ready)
             except ray.exceptions.RayActorError as e:  # its process or node was lost
-                pending[self.games.resend(i, e, model_ref)] = i
+                pending.update(self.games.resend(i, game, e, busy=bool(pending)))
                 continue
             self.games.played_on(i, result.node)
-            update.add(result, self.grad_buffer)
+            update.add(game, result, self.grad_buffer)
+            pending.update(self.games.next(i))  # this worker's next game, while any are left
         return update
 
     def apply(self, update: Update) -> None:

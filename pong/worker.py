@@ -14,7 +14,7 @@ from pong.env import DEFAULT_ENV, make_env
 from pong.model import Model, SparseGrad
 from pong.rollout import episode_gradient, rollout
 
-__all__ = ["MAX_RESTARTS", "THREAD_ENV_VARS", "Result", "RolloutWorker", "Turn", "wait_turn"]
+__all__ = ["MAX_RESTARTS", "THREAD_ENV_VARS", "Result", "RolloutWorker", "game_seed"]
 
 # A worker whose process dies (killed, out of memory, node lost) is started
 # again by Ray and its unfinished game replayed, up to this many times; after
@@ -30,23 +30,6 @@ THREAD_ENV_VARS = {
     "MKL_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
 }
-
-
-class Turn(NamedTuple):
-    """When a game may start: once ``count`` of the calls ``ahead`` have finished."""
-
-    ahead: list[ray.ObjectRef]  # results of other workers' calls, not fetched
-    count: int
-
-
-def wait_turn(turn: Turn | None) -> None:
-    """Block until ``turn`` comes (at once for ``None``); the results stay where they are.
-
-    Waiting inside the call, not idle between calls: an idle actor wakes often
-    to check for signals, taking a running game off its core each time.
-    """
-    if turn is not None:
-        ray.wait(turn.ahead, num_returns=turn.count, fetch_local=False)
 
 
 class Result(NamedTuple):
@@ -80,29 +63,24 @@ class RolloutWorker:
 
     Args:
         env_id: Gymnasium id of the env.
-        seed: seeds this worker's action draws and the env's first reset
-            (``None``: fresh entropy).
     """
 
-    def __init__(
-        self, env_id: str = DEFAULT_ENV, seed: int | np.random.SeedSequence | None = None
-    ) -> None:
+    def __init__(self, env_id: str = DEFAULT_ENV) -> None:
         self.env = make_env(env_id)
-        if not isinstance(seed, np.random.SeedSequence):
-            seed = np.random.SeedSequence(seed)
-        actions_seed, env_seed = seed.spawn(2)
-        self.rng = np.random.default_rng(actions_seed)
-        self.reset_seed: int | None = int(env_seed.generate_state(1)[0])  # first reset only
         self.node = ray.get_runtime_context().get_node_id()
         with warnings.catch_warnings():  # Ray's property calls a deprecated API of its own
             warnings.simplefilter("ignore", DeprecationWarning)
             self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
 
-    def compute_gradient(self, model: Model, turn: Turn | None = None) -> Result:
-        """Play one episode with ``model`` once ``turn`` comes; its gradient and reward."""
-        wait_turn(turn)
-        episode = rollout(model, self.env, self.rng, seed=self.reset_seed)
-        self.reset_seed = None  # later resets continue the env's seeded stream
+    def compute_gradient(self, model: Model, seed: np.random.SeedSequence | int | None) -> Result:
+        """Play the game of ``seed`` with ``model``; its gradient and reward.
+
+        ``seed`` (see ``game_seed``) seeds the env's reset and the action draws,
+        so a game is the same whichever worker plays it (``None``: fresh entropy).
+        """
+        actions_seed, env_seed = _children(seed)
+        rng, reset_seed = np.random.default_rng(actions_seed), int(env_seed.generate_state(1)[0])
+        episode = rollout(model, self.env, rng, seed=reset_seed)
         grad, note = episode_gradient(model, episode)
         restarted, self.restarted = self.restarted, False
         return Result(grad, float(episode.epr.sum()), len(episode.epr), note, restarted, self.node)
@@ -115,3 +93,18 @@ class RolloutWorker:
             "pid": os.getpid(),
             "thread_env": {k: os.environ.get(k) for k in THREAD_ENV_VARS},
         }
+
+
+def game_seed(seed: int, iteration: int, game: int) -> np.random.SeedSequence:
+    """The seed of game ``game`` (from 0) of update ``iteration`` (from 1) of a run's ``seed``.
+
+    Independent of the weights' seed (spawn key ``(0,)``) and of every other game.
+    """
+    return np.random.SeedSequence(seed, spawn_key=(iteration, game))
+
+
+def _children(seed: np.random.SeedSequence | int | None) -> list[np.random.SeedSequence]:
+    """``seed.spawn(2)``, the same each time: ``spawn`` on one object counts its calls."""
+    if not isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed)
+    return [np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)) for k in (0, 1)]

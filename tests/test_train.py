@@ -8,7 +8,7 @@ from pong.checkpoint import Checkpoint
 from pong.config import Config
 from pong.model import H, Model, SparseGrad, zeros_like_weights
 from pong.train import NonFiniteError, Trainer
-from pong.worker import Result, Turn, wait_turn
+from pong.worker import Result
 from tests.helpers import with_workers
 
 pytestmark = pytest.mark.ray
@@ -21,8 +21,7 @@ class FixedWorker:
     def __init__(self, grad: SparseGrad, reward: float) -> None:
         self.result = Result(grad, reward, 100, None)
 
-    def compute_gradient(self, model: Model, turn: Turn | None = None) -> Result:
-        wait_turn(turn)
+    def compute_gradient(self, model: Model, seed: np.random.SeedSequence) -> Result:
         return self.result
 
     def describe(self) -> dict[str, object]:
