@@ -9,9 +9,10 @@ Run (from the repository root, after the README's install):
     .venv/bin/python driver.py --resume runs/20261122-031402
     .venv/bin/python driver.py --evaluate results/pong-v5/policy.npz --episodes 3
 
-Each update, one RolloutWorker actor per batch slot plays a game with the
-current weights and returns its gradient; the trainer adds the gradients up as
-they arrive and applies one RMSProp step (pong/train.py). One line per update:
+Each update, the RolloutWorker actors (one per CPU, at most the batch size) play
+the batch's games with the current weights, each taking the next game as it
+finishes one, and return their gradients; the trainer adds them up as they
+arrive and applies one RMSProp step (pong/train.py). One line per update:
 
   Batch 1 computed 10 rollouts (10169 steps) in 1.96 seconds (5181 steps/s), running mean is -20.97
 
@@ -45,7 +46,6 @@ import ray
 
 from pong.cluster import (
     ClusterError,
-    check_memory,
     cluster_summary,
     connect,
     joined,
@@ -151,8 +151,9 @@ def train(run: Run, options: Options, address: str | None = None) -> None:
         trainer = Trainer(run.config, run.saved)
         counts = list(trainer.games.placement().values())
         print(
-            f"Started {run.config.batch_size} RolloutWorker actors on {len(counts)}"
-            f" node{'s' * (len(counts) != 1)} ({' + '.join(map(str, counts))})",
+            f"Started {sum(counts)} RolloutWorker actor{'s' * (sum(counts) != 1)} on"
+            f" {len(counts)} node{'s' * (len(counts) != 1)} ({' + '.join(map(str, counts))}),"
+            " one per CPU: each plays the update's next game as it finishes one",
             flush=True,
         )
         while (iterations is None or trainer.iteration - first < iterations) and not reached(
@@ -239,7 +240,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             run.open()  # the run directory is ours before Ray starts
             try:
                 connect(address, args.num_cpus)
-                check_memory(run.config.batch_size)
                 announce(run, options, cluster_summary(address))
                 train(run, options, address)
             finally:

@@ -24,7 +24,6 @@ from pong.errors import PongError, UsageError
 
 __all__ = [
     "ClusterError",
-    "check_memory",
     "cluster_summary",
     "connect",
     "joined",
@@ -272,25 +271,6 @@ def _stop_what_ray_init_started() -> None:
     for pid in ours:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-
-
-WORKER_MEMORY = 60 * 2**20  # bytes of its own a RolloutWorker playing Pong holds (about 57 MB)
-
-
-def check_memory(batch_size: int) -> None:
-    """Refuse a batch whose workers would not fit in the memory Ray has for them.
-
-    Raises:
-        UsageError: one line with the largest batch that fits.
-    """
-    memory = ray.cluster_resources().get("memory", 0)  # what Ray gives tasks and actors
-    if memory and batch_size * WORKER_MEMORY > memory:
-        raise UsageError(
-            f"--batch-size={batch_size} starts {batch_size} workers of about"
-            f" {WORKER_MEMORY / 2**20:.0f} MB each, {batch_size * WORKER_MEMORY / 2**30:.1f} GB;"
-            f" this Ray has {memory / 2**30:.1f} GB for them: the largest batch that fits is"
-            f" {int(memory // WORKER_MEMORY)}"
-        )
 
 
 def joined(address: str | None) -> str | None:

@@ -11,6 +11,7 @@ counting the games of an update is ``Update``'s.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -22,14 +23,17 @@ from pong.config import Config
 from pong.errors import PongError
 from pong.model import Model, zeros_like_weights
 from pong.schedule import Games
-from pong.worker import Result, RolloutWorker
+from pong.worker import WORKER_MEMORY, Result, RolloutWorker
 
-__all__ = ["NonFiniteError", "Trainer", "Update", "cpus"]
+__all__ = ["NonFiniteError", "Trainer", "Update", "worker_count"]
 
 
-def cpus() -> int:
-    """The CPUs of the Ray this process is connected to, all nodes together (at least 1)."""
-    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+def worker_count(batch_size: int) -> int:
+    """As many workers as can play at once: one per CPU of Ray's nodes, at most the batch
+    size, and no more than the memory Ray has for them holds (at least one)."""
+    resources = ray.cluster_resources()
+    fits = resources.get("memory", math.inf) // WORKER_MEMORY
+    return int(max(1, min(batch_size, resources.get("CPU", 1), fits)))
 
 
 class NonFiniteError(PongError):
@@ -96,7 +100,7 @@ class Trainer:
         resume: a checkpoint to continue from: its weights, RMSProp cache,
             counters and running reward.
         workers: how many ``RolloutWorker`` actors to start; by default as many
-            as can play at once: the CPUs of Ray's nodes, at most the batch size.
+            as can play at once (``worker_count``).
     """
 
     def __init__(
@@ -114,7 +118,7 @@ class Trainer:
         self.iteration = self.episodes = self.steps = 0  # updates, games and env steps done
         if resume is not None:
             self._restore(resume)
-        workers = workers or min(config.batch_size, cpus())
+        workers = workers or worker_count(config.batch_size)
         # SPREAD: on a cluster, the games go to every node, not just the head.
         spread = RolloutWorker.options(scheduling_strategy="SPREAD")
         actors = [spread.remote(config.env) for _ in range(workers)]

@@ -14,12 +14,21 @@ from pong.env import DEFAULT_ENV, make_env
 from pong.model import Model, SparseGrad
 from pong.rollout import episode_gradient, rollout
 
-__all__ = ["MAX_RESTARTS", "THREAD_ENV_VARS", "Result", "RolloutWorker", "game_seed"]
+__all__ = [
+    "MAX_RESTARTS",
+    "THREAD_ENV_VARS",
+    "WORKER_MEMORY",
+    "Result",
+    "RolloutWorker",
+    "game_seed",
+]
 
 # A worker whose process dies (killed, out of memory, node lost) is started
 # again by Ray and its unfinished game replayed, up to this many times; after
 # that the driver stops with an error rather than retrying forever.
 MAX_RESTARTS = 3
+
+WORKER_MEMORY = 60 * 2**20  # bytes of its own a RolloutWorker playing Pong holds (about 57 MB)
 
 # Each worker runs its small matrix products single-threaded: ten workers with a
 # BLAS thread pool per core would fight over the cores. The variables must be in

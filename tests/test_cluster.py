@@ -121,9 +121,8 @@ def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> No
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith(f"Running on the Ray cluster at {address} (2 nodes, 2 CPUs)")
-    # SPREAD is best effort (2 + 2 or 3 + 1), but no node is left without workers.
-    placed = re.fullmatch(r"Started 4 RolloutWorker actors on 2 nodes \((\d) \+ (\d)\)", lines[2])
-    assert placed and min(int(placed[1]), int(placed[2])) >= 1, proc.stdout
+    # One worker per CPU, one CPU per node: SPREAD leaves no node without its worker.
+    assert lines[2].startswith("Started 2 RolloutWorker actors on 2 nodes (1 + 1), one per CPU")
     assert sum(bool(BATCH_LINE.match(line)) for line in lines) == 2, proc.stdout
     assert f"--address={address} --resume " in lines[-1]  # the resume hint joins it again
 
