@@ -6,8 +6,10 @@ start every game at once, add each gradient as it arrives, RMSProp. Run with
 inputs and hidden states (``rollout_dense``), the dense backward pass, the full
 (200 x 6400) float64 gradient sent back, ``MKL_NUM_THREADS`` set in the actor
 after NumPy is loaded (too late, as the original did), a row-major ``W1``. Run
-with our ``RolloutWorker`` it is the ablation "ours, every game at once": our
-workers, without the trainer's keeping each node to its CPUs.
+with our ``RolloutWorker`` it is the ablation "one worker per game": our
+workers, one per batch slot as in Ray's example, instead of one per CPU with the
+games dealt as they finish. Every way plays the games ``Trainer`` plays: game
+``g`` of update ``u`` is seeded by ``pong.worker.game_seed(seed, u, g)``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import ray
 from pong.env import make_env
 from pong.model import Model, zeros_like_weights
 from pong.rollout import episode_gradient_dense, rollout_dense
-from pong.worker import Result
+from pong.worker import Result, game_seed
 
 
 class DenseGrad(NamedTuple):
@@ -37,37 +39,42 @@ class DenseGrad(NamedTuple):
 
 @ray.remote
 class DenseRolloutWorker:
-    def __init__(self, env_id: str, seed: np.random.SeedSequence) -> None:
+    def __init__(self, env_id: str) -> None:
         os.environ["MKL_NUM_THREADS"] = "1"  # as the original did: too late to take effect
         self.env = make_env(env_id)
-        actions_seed, env_seed = seed.spawn(2)
-        self.rng = np.random.default_rng(actions_seed)
-        self.reset_seed = int(env_seed.generate_state(1)[0])
 
-    def compute_gradient(self, model: Model) -> Result:
-        episode = rollout_dense(model, self.env, self.rng, seed=self.reset_seed)
-        self.reset_seed = None
+    def compute_gradient(self, model: Model, seed: np.random.SeedSequence) -> Result:
+        actions_seed, env_seed = seed.spawn(2)  # as RolloutWorker seeds a game
+        rng, reset_seed = np.random.default_rng(actions_seed), int(env_seed.generate_state(1)[0])
+        episode = rollout_dense(model, self.env, rng, seed=reset_seed)
         grad, note = episode_gradient_dense(model, episode)
         return Result(DenseGrad(grad), float(episode.epr.sum()), len(episode.epr), note)
+
+    def describe(self) -> dict[str, object]:
+        return {"pid": os.getpid()}
 
 
 class OriginalLoop:
     """The original example's driver loop over ``worker`` actors, seeded as ``Trainer`` seeds."""
 
     def __init__(self, worker: type, batch_size: int, env_id: str, seed: int) -> None:
-        model_seed, *worker_seeds = np.random.SeedSequence(seed).spawn(1 + batch_size)
-        self.model = Model(model_seed)
+        (model_seed,) = np.random.SeedSequence(seed).spawn(1)
+        self.model, self.seed, self.iteration = Model(model_seed), seed, 0
         if worker is DenseRolloutWorker:  # the original's layout
             self.model.weights["W1"] = np.ascontiguousarray(self.model.weights["W1"])
         self.grad_buffer = zeros_like_weights(self.model.weights)
         self.rmsprop_cache = zeros_like_weights(self.model.weights)
-        self.actors = [worker.remote(env_id, s) for s in worker_seeds]
+        self.actors = [worker.remote(env_id) for _ in range(batch_size)]
 
     def step(self) -> tuple[int, float]:
         """One update: (steps, seconds)."""
         start = time.perf_counter()
         model_ref = ray.put(self.model)
-        pending = [actor.compute_gradient.remote(model_ref) for actor in self.actors]
+        self.iteration += 1
+        pending = [
+            actor.compute_gradient.remote(model_ref, game_seed(self.seed, self.iteration, g))
+            for g, actor in enumerate(self.actors)
+        ]
         steps = 0
         while pending:
             [ready], pending = ray.wait(pending)

@@ -3,10 +3,12 @@
 Run:  python benchmarks/ray_loop.py [--batch-sizes 1 10 60] [--updates 2] [--rounds 3]
 
 For each batch size, on a local Ray with all CPUs (or --num-cpus), three ways
-of running the loop: our Trainer; our RolloutWorkers in the original
-example's loop, which starts every game at once instead of as many as there
-are CPUs (batches larger than the CPUs only); and the original example's way
-of computing (both in benchmarks/baseline.py). This shared
+of running the loop: our Trainer (one RolloutWorker per CPU, each given the
+next game as it finishes one); our RolloutWorkers in the original example's
+loop, one per game, every game started at once (batches larger than the CPUs
+only); and the original example's way of computing (both in
+benchmarks/baseline.py). After the timed updates, the workers' resident memory
+is summed (VmRSS of each worker process, shared libraries included). This shared
 machine's speed drifts by 10% within a minute, so each way runs --rounds
 times, in turn, and each time from a fresh start with the same seed: one
 warm-up update (actor start), then --updates timed ones. All ways play the
@@ -47,22 +49,32 @@ from pong.train import Trainer  # noqa: E402
 from pong.worker import RolloutWorker  # noqa: E402
 
 
-def run(path: str, batch_size: int, env_id: str, updates: int) -> tuple[int, float]:
-    """A fresh loop on ``path``: one warm-up update, then ``updates`` timed ones; (steps, s)."""
+def run(path: str, batch_size: int, env_id: str, updates: int) -> tuple[int, float, float]:
+    """A fresh loop on ``path``: one warm-up update, then ``updates`` timed ones; (steps, s,
+    the workers' resident MB)."""
     if path == "ours":
         trainer = Trainer(Config(batch_size=batch_size, env=env_id, seed=0))
         trainer.step()  # warm-up
         timed = [(u.steps, u.seconds) for u in (trainer.step() for _ in range(updates))]
         actors = trainer.games.actors
     else:
-        worker = RolloutWorker if path == "ours, every game at once" else DenseRolloutWorker
+        worker = RolloutWorker if path == "one worker per game" else DenseRolloutWorker
         loop = OriginalLoop(worker, batch_size, env_id, seed=0)
         loop.step()  # warm-up: starts the actors
         timed = [loop.step() for _ in range(updates)]
         actors = loop.actors
+    pids = [info["pid"] for info in ray.get([actor.describe.remote() for actor in actors])]
+    memory = sum(resident_mb(pid) for pid in pids)
     for actor in actors:
         ray.kill(actor)
-    return sum(n for n, _ in timed), sum(t for _, t in timed)
+    return sum(n for n, _ in timed), sum(t for _, t in timed), memory
+
+
+def resident_mb(pid: int) -> float:
+    """A process's resident memory (VmRSS) in MB."""
+    with open(f"/proc/{pid}/status") as f:
+        kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    return kb / 1024
 
 
 def main() -> None:
@@ -96,15 +108,17 @@ def main() -> None:
         if used > 1:  # before this batch size's first run (`used` may differ from the last's)
             at_once.append(together(used, len(at_once)))
         paths = ["ours"]
-        paths += ["ours, every game at once"] if batch > cpus else []
+        paths += ["one worker per game"] if batch > cpus else []
         paths += [] if args.no_baseline else ["original's way"]
         # path -> [steps, seconds, emulator-core-seconds: sum of seconds x emulator steps/s,
         #          the same with `used` emulators at once]
         totals = {path: [0, 0.0, 0.0, 0.0] for path in paths}
+        memory: dict[str, list[float]] = {path: [] for path in paths}  # each run's workers' MB
         for r in range(args.rounds):
             for path in paths[r % len(paths) :] + paths[: r % len(paths)]:  # rotate the order
                 start_ray()
-                steps, seconds = run(path, batch, args.env, args.updates)
+                steps, seconds, resident = run(path, batch, args.env, args.updates)
+                memory[path].append(resident)
                 ray.shutdown()
                 emulators.append(emulator(len(emulators)))
                 per_core = (emulators[-2] + emulators[-1]) / 2  # just before and after
@@ -133,6 +147,7 @@ def main() -> None:
             rows.append(
                 [batch, path, f"{per_update:.2f}", f"{steps / seconds:.0f}", used]
                 + [f"{per_core:.0f}", f"{efficiency:.2f}", f"{of_together:.2f}"]
+                + [f"{max(memory[path]):,.0f}"]
             )
 
     print(f"Machine: {machine()}; Ray {ray.__version__}, {cpus} CPUs")
@@ -147,7 +162,7 @@ def main() -> None:
             f" to {max(at_once):.0f} steps/s ({len(at_once)} measurements)"
         )
     header = ["batch", "path", "s/update", "steps/s", "CPUs used", "emulator/core", "efficiency"]
-    header += ["vs that many emulators at once"]
+    header += ["vs that many emulators at once", "workers' MB resident"]
     print()
     print(table(header, rows))
     parts = []
@@ -156,6 +171,9 @@ def main() -> None:
         line = f"batch {batch}: {ours:.0f} steps/s, efficiency {efficiency:.2f}"
         used = min(batch, cpus)
         notes = [f"{of_together:.2f} of {used} emulators at once"] if used > 1 else []
+        if (batch, "one worker per game") in summary:
+            per_game = summary[(batch, "one worker per game")][0]
+            notes.append(f"{ours / per_game:.2f}x one worker per game")
         if (batch, "original's way") in summary:
             original = summary[(batch, "original's way")][0]
             notes.append(f"{ours / original:.2f}x the original's way")
