@@ -267,7 +267,7 @@ def test_with_ray_auth_mode_unset_and_a_token_at_hand_both_paths_work(tmp_path) 
     reason="Ray 2.52 recovered from a lost node in 2 of 6 runs here; in the others the driver"
     " stopped instead (mostly: one line, lost contact with Ray, last update saved)",
 )
-def test_losing_a_node_restarts_its_workers_and_training_goes_on(cluster, tmp_path) -> None:
+def test_losing_a_node_its_games_are_played_elsewhere_and_training_goes_on(cluster, tmp_path) -> None:
     """Last in this module: it takes the second node down for good."""
     from tests.test_faults import start_driver, wait_for
 
@@ -300,7 +300,8 @@ def test_losing_a_node_restarts_its_workers_and_training_goes_on(cluster, tmp_pa
     assert proc.returncode == 0, err
     batches = [m for m in map(BATCH_LINE.match, text.splitlines()) if m]
     assert [m[1] for m in batches] == ["1", "2", "3"] and all(m[2] == "4" for m in batches)
-    assert "Ray restarted it and its game was played again" in text
+    # Its game went to the worker that remained, or to its own once Ray restarted it.
+    assert "is unreachable (its process or node was lost)" in text or "Ray restarted it" in text
 
 
 def test_a_local_ray_skips_idle_workers_and_metrics_unless_the_user_says(monkeypatch) -> None:
