@@ -267,7 +267,7 @@ def test_with_ray_auth_mode_unset_and_a_token_at_hand_both_paths_work(tmp_path) 
     reason="Ray 2.52 recovered from a lost node in 2 of 6 runs here; in the others the driver"
     " stopped instead (mostly: one line, lost contact with Ray, last update saved)",
 )
-def test_losing_a_node_its_games_are_played_elsewhere_and_training_goes_on(cluster, tmp_path) -> None:
+def test_a_lost_node_s_games_are_played_elsewhere_and_training_goes_on(cluster, tmp_path) -> None:
     """Last in this module: it takes the second node down for good."""
     from tests.test_faults import start_driver, wait_for
 
