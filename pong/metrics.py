@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pong import reading
 from pong.errors import UsageError, quiet_when_piped
 from pong.files import atomic_write, open_regular
 
@@ -55,6 +57,11 @@ UPDATE_FIELDS = [
 ]
 EPISODE_FIELDS = ["episode", "update", "reward", "steps"]
 COUNTS = {"update", "episodes", "steps", "episode"}  # the integer fields
+MAX_LINE = 4096  # bytes of a line; a row has about 100
+
+
+class MetricsFileError(UsageError, ValueError):
+    """A metrics file that cannot be read; the message names it, and the line."""
 
 
 class MetricsLog:
@@ -115,25 +122,24 @@ def _drop_rows_after(path: Path, update: int) -> None:
     and goes too.
 
     Raises:
-        UsageError: a line that is not a metrics row (the file was edited).
+        MetricsFileError: not a regular file, or a line that is not a metrics row
+            (the file was edited), named by its number.
     """
     if not path.exists():
         return
-    try:
-        lines, torn = _whole_lines(path)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    lines = _WholeLines(path)
     reader = csv.DictReader(lines)
     kept, rows = [], 0
-    for row in reader:
+    for number, row in _numbered(lines, reader):
         rows += 1
         try:
             if int(row["update"]) <= update:
                 kept.append(row)
         except (KeyError, TypeError, ValueError):
-            raise UsageError(
-                f"{path}, line {reader.line_num}: not a metrics row; remove it and resume again"
+            raise MetricsFileError(
+                f"{path}, line {number}: not a metrics row; remove it and resume again"
             ) from None
+    torn = lines.torn
     if reader.fieldnames is None or (len(kept) == rows and not torn):
         return
     with atomic_write(path, "w", newline="") as f:
@@ -142,21 +148,73 @@ def _drop_rows_after(path: Path, update: int) -> None:
         writer.writerows(kept)
 
 
-def _whole_lines(path: Path) -> tuple[list[str], bool]:
-    """The lines of a metrics file, and whether a torn last one was left out.
+class _WholeLines:
+    """The lines of a metrics file, read and decoded one at a time (an iterable for csv).
 
-    A last line without its newline is being written by a run, or was cut off
-    by a kill while it was.
+    A last line without its newline is being written by a run, or was cut off by
+    a kill while it was: it is left out, and ``torn`` says so once the lines are
+    read. Only a regular file is read (a FIFO is refused, never waited on), each
+    line at most ``MAX_LINE`` bytes, so no file can hang the reader or fill memory.
+
+    Raises (while iterated):
+        MetricsFileError: no such file, not a regular file, a line too long or
+            not UTF-8 text.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.torn, self.number = path, False, 0  # number: of the last line read
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            f = reading.open_file(self.path)
+        except FileNotFoundError:
+            raise MetricsFileError(f"{self.path}: no such file") from None
+        except reading.ReadError as e:
+            raise MetricsFileError(f"{self.path}: not a metrics file ({e})") from None
+        with f:
+            while line := f.readline(MAX_LINE + 1):
+                self.number += 1
+                if len(line) > MAX_LINE:
+                    raise MetricsFileError(
+                        f"{self.path}, line {self.number}: longer than {MAX_LINE:,} bytes;"
+                        " not a metrics row"
+                    )
+                if not line.endswith(b"\n"):
+                    self.torn = True
+                    return
+                yield self._decoded(line)
+
+    def _decoded(self, line: bytes) -> str:
+        try:
+            return line.decode()
+        except UnicodeDecodeError:
+            raise MetricsFileError(
+                f"{self.path}: not a metrics file (line {self.number} is not UTF-8 text)"
+            ) from None
+
+
+def _numbered(lines: _WholeLines, reader: csv.DictReader) -> Iterator[tuple[int, dict[str, str]]]:
+    """The rows ``reader`` reads from ``lines``, each with its line number, once the header
+    is checked to be the file's.
 
     Raises:
-        ValueError: the file is not UTF-8 text.
+        MetricsFileError: a header that is not this file's, or a line csv cannot read.
     """
+    path = lines.path
+    fields = UPDATE_FIELDS if path.name == UPDATES else EPISODE_FIELDS
     try:
-        lines = path.read_text().splitlines(keepends=True)
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a metrics file (not UTF-8 text)") from None
-    torn = bool(lines) and not lines[-1].endswith("\n")
-    return (lines[:-1] if torn else lines), torn
+        header = reader.fieldnames
+        if header is not None and (
+            not set(fields) <= set(header) or len(set(header)) < len(header)
+        ):
+            raise MetricsFileError(f"{path}, line {lines.number}: not the header of {path.name}")
+        for row in reader:
+            yield lines.number, row
+    except csv.Error as e:  # a lone carriage return, a quoted field without its end
+        reason = "a carriage return inside a line" if "new-line" in str(e) else str(e)
+        raise MetricsFileError(
+            f"{path}, line {lines.number}: not a metrics row ({reason})"
+        ) from None
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -166,27 +224,29 @@ def read_rows(path: Path) -> list[dict[str, str]]:
     killed while it did.
 
     Raises:
-        ValueError: no such file, no rows in it yet, or a line that is not a
-            metrics row (the file was edited or damaged), named by its number.
+        MetricsFileError: no such file, not a regular file, no rows in it yet, or a
+            line that is not a metrics row (the file was edited or damaged), named
+            by its number.
     """
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file; is {path.parent} a run directory?")
-    lines, _ = _whole_lines(path)
-    reader = csv.DictReader(lines)
+    if not path.exists():
+        raise MetricsFileError(f"{path}: no such file; is {path.parent} a run directory?")
     fields = UPDATE_FIELDS if path.name == UPDATES else EPISODE_FIELDS
-    if reader.fieldnames is not None and not set(fields) <= set(reader.fieldnames):
-        raise ValueError(f"{path}, line 1: not the header of {path.name}")
-    rows = []
-    for row in reader:
-        try:
-            for name in fields:  # None (a short row) or text fail here
-                (int if name in COUNTS else float)(row[name])
-        except (TypeError, ValueError):
-            raise ValueError(f"{path}, line {reader.line_num}: not a metrics row") from None
+    lines, rows = _WholeLines(path), []
+    for number, row in _numbered(lines, csv.DictReader(lines)):
+        if not _numeric(row, fields):
+            raise MetricsFileError(f"{path}, line {number}: not a metrics row")
         rows.append(row)
     if not rows:
-        raise ValueError(f"{path}: no rows yet; the run has not finished an update")
+        raise MetricsFileError(f"{path}: no rows yet; the run has not finished an update")
     return rows
+
+
+def _numeric(row: dict[str, str], fields: list[str]) -> bool:
+    """Whether each of ``fields`` is a finite number in ``row``, an integer for a count."""
+    try:
+        return all(math.isfinite((int if k in COUNTS else float)(row[k])) for k in fields)
+    except (TypeError, ValueError, OverflowError):  # None (a short row), text, 10**400
+        return False
 
 
 MILESTONES = (-20, -15, -10, -5, 0, 5, 10)

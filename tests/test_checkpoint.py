@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import io
 import json
 import re
+import warnings
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -115,7 +118,7 @@ def _damaged(tmp_path, kind: str):
             W2=np.zeros(H),
             cache_W1=np.zeros((H, D)),
             cache_W2=np.zeros(H),
-            meta=np.array("{}"),
+            meta=np.array(json.dumps({"format": "pong-checkpoint/1"})),
         )
     elif kind == "bad metadata":
         c = make_checkpoint()
@@ -131,11 +134,44 @@ def _damaged(tmp_path, kind: str):
         with open(path, "wb") as f:
             np.save(f, np.zeros(3))
     elif kind == "text weights":
-        save(path, make_checkpoint())
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-        _write_npz(path, **{**arrays, "W2": np.full(H, "abc")})
+        _write_npz(path, **{**_arrays(path), "W2": np.full(H, "abc")})
+    elif kind == "oversized":
+        with open(path, "r+b") as f:
+            f.truncate(65 * 2**20)  # sparse: no disk used
+    elif kind in ("huge metadata", "deep metadata"):
+        arrays = _arrays(path)
+        meta = json.loads(str(arrays.pop("meta")))
+        text = "[" * 60_000  # deep
+        if kind == "huge metadata":
+            text = json.dumps({**meta, "pad": "x" * 70_000})
+        _write_npz(path, **arrays, meta=np.array(text))
+    elif kind == "float32 checkpoint":
+        arrays = _arrays(path)
+        _write_npz(path, **{**arrays, "W1": arrays["W1"].astype(np.float32)})
+    elif kind == "extra member":
+        _write_npz(path, **_arrays(path), extra=np.zeros(3))
+    elif kind in ("huge shape", "member twice"):
+        with zipfile.ZipFile(path) as z:
+            members = [(name, z.read(name)) for name in z.namelist()]
+        if kind == "huge shape":  # a header claiming 51 GB before 64 bytes of data
+            header = io.BytesIO()
+            claim = {"descr": "<f8", "fortran_order": True, "shape": (10**9, D)}
+            np.lib.format.write_array_header_1_0(header, claim)
+            members[0] = ("W1.npy", header.getvalue() + bytes(64))
+        else:
+            members.append(members[0])
+        with warnings.catch_warnings(), zipfile.ZipFile(path, "w") as z:
+            warnings.simplefilter("ignore")  # zipfile warns of the duplicate name
+            for name, raw in members:
+                z.writestr(name, raw)
     return path
+
+
+def _arrays(path) -> dict[str, np.ndarray]:
+    """The arrays of a real checkpoint saved at ``path``, read by NumPy."""
+    save(path, make_checkpoint())
+    with np.load(path, allow_pickle=False) as data:
+        return {k: data[k] for k in data.files}
 
 
 @pytest.mark.parametrize(
@@ -153,6 +189,16 @@ def _damaged(tmp_path, kind: str):
         ("bad metadata", "unreadable or damaged checkpoint"),
         ("npy array", r"not a pong checkpoint \(a single array\)"),
         ("text weights", "W2 holds <U3 values, not numbers"),
+        (
+            "oversized",
+            r"68,157,440 bytes, more than the 67,108,864 \(64 MiB\) such a file can have",
+        ),
+        ("huge metadata", r"\(meta: 70,\d+ characters, more than 65,536\)"),
+        ("deep metadata", r"damaged checkpoint \(meta: maximum recursion depth exceeded"),
+        ("float32 checkpoint", "W1 holds <f4 values, not <f8"),
+        ("extra member", r"not a pong checkpoint \('extra' in it too\)"),
+        ("huge shape", r"W1 has shape \(1000000000, 6400\), this network needs \(200, 6400\)"),
+        ("member twice", r"damaged checkpoint \(member 'W1.npy' is twice\)"),
     ],
 )
 def test_bad_checkpoints_raise_one_line_naming_the_file(tmp_path, kind, message) -> None:
@@ -231,3 +277,27 @@ def test_policy_file_cannot_be_resumed_from(tmp_path) -> None:
     ckpt.save_policy(tmp_path / "policy.npz", make_checkpoint())
     with pytest.raises(CheckpointError, match="policy file holds no optimizer state"):
         load(tmp_path / "policy.npz")
+
+
+@pytest.mark.parametrize(
+    "path", [*sorted((Path(__file__).parents[1] / "results").glob("*/policy.npz")), "fresh"]
+)
+def test_policies_and_checkpoints_load_as_numpy_reads_them(tmp_path, path) -> None:
+    # The checked reader must give what np.load gives: the shipped policy, one written now
+    # (deflated float32) and a checkpoint (stored float64).
+    paths = [Path(path)]
+    if path == "fresh":
+        paths = [tmp_path / "policy.npz", tmp_path / FILENAME]
+        ckpt.save_policy(paths[0], make_checkpoint(seed=5))
+        save(paths[1], make_checkpoint(seed=5))
+    for file in paths:
+        loaded = load(file, policy=True)
+        with np.load(file, allow_pickle=False) as data:
+            for k in ("W1", "W2"):
+                np.testing.assert_array_equal(loaded.weights[k], data[k].astype(np.float64))
+                assert loaded.weights[k].dtype == np.float64
+            if "cache_W1" in data.files:
+                for k in ("W1", "W2"):
+                    np.testing.assert_array_equal(loaded.rmsprop_cache[k], data[f"cache_{k}"])
+            assert json.loads(str(data["meta"]))["iteration"] == loaded.iteration
+        assert loaded.weights["W1"].flags.f_contiguous

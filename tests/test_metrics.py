@@ -110,7 +110,7 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
         MetricsLog(tmp_path, after=2)
     updates = (tmp_path / UPDATES).read_text().replace("garbage line\n", "")
     (tmp_path / UPDATES).write_text(updates)
-    (tmp_path / EPISODES).write_bytes(b"episode,update\n\xff\xfe\n")
+    (tmp_path / EPISODES).write_bytes(b"episode,update,reward,steps\n\xff\xfe\n")
     with pytest.raises(UsageError, match="episodes.csv: not a metrics file"):
         MetricsLog(tmp_path, after=2)
 
@@ -123,6 +123,23 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
         (lambda text: text + "3,6,abc,1,1,1,1,1,1\n", "line 4: not a metrics row"),
         (lambda text: text + "3.5,6,2700,1,1,1,1,1,1\n", "line 4: not a metrics row"),
         (lambda text: text.replace("seconds", "secs"), "line 1: not the header of updates.csv"),
+        (
+            lambda text: text.replace("reward_max", "reward_max,reward_max", 1),
+            "line 1: not the header of updates.csv",
+        ),
+        (lambda text: text + "3,6,2700,inf,1,1,1,1,1\n", "line 4: not a metrics row"),
+        (
+            lambda text: text + "3,6," + "9" * 5000 + "\n",
+            "line 4: longer than 4,096 bytes; not a metrics row",
+        ),
+        (
+            lambda text: text + '3,"' + "x\n" * 70_000,
+            "line 65540: not a metrics row (field larger than field limit (131072))",
+        ),
+        (
+            lambda text: text + "3,6,2700\r1,1,1,1,1,1\n",
+            "line 4: not a metrics row (a carriage return inside a line)",
+        ),
     ],
 )
 def test_a_damaged_metrics_file_is_one_line_naming_the_line(
