@@ -37,6 +37,7 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _stopped_while_loading)
 
 import argparse
+import contextlib
 import json
 import shlex
 from collections.abc import Sequence
@@ -56,8 +57,9 @@ from pong.env import check_env
 from pong.errors import PongError, UsageError, output_closed
 from pong.evaluate import watch
 from pong.run import JOB_CONFIG, Run, in_ray_job
-from pong.stops import held_back, signals_stop
+from pong.stops import finishing, held_back, signals_stop, stopped_for
 from pong.train import Trainer
+from pong.watchdog import Watchdog
 
 PROG = "driver.py"
 
@@ -177,6 +179,7 @@ def train(run: Run, options: Options, address: str | None = None) -> None:
                     flush=True,
                 )
     finally:
+        finishing()  # the last save: a stop from here on is only counted
         run.close(trainer)
         if trainer is not None:
             print(farewell(run, trainer, first, address, options.until_mean), flush=True)
@@ -227,6 +230,8 @@ def pasteable(path: str | os.PathLike) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    run: Run | None = None
+    watchdog: Watchdog | None = None  # on the local Ray's own processes
     with signals_stop() as received:  # the first SIGINT/SIGTERM stops; later ones wait
         try:
             if args.evaluate is not None:
@@ -239,6 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run.open()  # the run directory is ours before Ray starts
             try:
                 connect(address, args.num_cpus)
+                if address is None:
+                    watchdog = Watchdog.start_local()
                 check_memory(run.config.batch_size)
                 announce(run, options, cluster_summary(address))
                 train(run, options, address)
@@ -255,14 +262,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
+            cause = stopped_for()  # the local Ray died (pong.watchdog)
+            if isinstance(cause, PongError):
+                print(f"{PROG}: error: {cause}; {kept(run)}", file=sys.stderr, flush=True)
+                return cause.exit_code
             stop = received[0] if received else signal.SIGINT
-            ending = "; shutting down Ray" if ray.is_initialized() else ""
+            dead = watchdog is not None and watchdog.died is not None
+            ending = "; shutting down Ray" if ray.is_initialized() and not dead else ""
             print(f"Interrupted by {stop.name}{ending}.", file=sys.stderr, flush=True)
             return 128 + stop.value  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
         finally:
-            ray.shutdown()  # a no-op when Ray was never started
+            finishing()  # a stop from here on is only counted
+            if watchdog is not None and watchdog.stop() is not None:
+                watchdog.end_ray()  # ray.shutdown would wait on the dead Ray, up to a minute
+            else:
+                ray.shutdown()  # a no-op when Ray was never started
     return 0
 
 
+def kept(run: Run | None) -> str:
+    """What a run that stopped on an error kept: its last checkpoint, or nothing."""
+    if run is not None and run.checkpoint_path.exists():
+        return f"the last finished update ({run.saved_at}) is saved in {run.checkpoint_path}"
+    return "no update had finished, so nothing was saved"
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if Watchdog.fired:  # Ray's exit hooks would talk to the dead Ray, for up to a minute
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError):
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)
