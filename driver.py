@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 connect(address, args.num_cpus)
                 if address is None:
-                    watchdog = Watchdog.start_local()
+                    watchdog = Watchdog.start_local(run.checkpoint_path)
                 check_memory(run.config.batch_size)
                 announce(run, options, cluster_summary(address))
                 train(run, options, address)
@@ -273,8 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 128 + stop.value  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
         finally:
             finishing()  # a stop from here on is only counted
-            if watchdog is not None and watchdog.stop() is not None:
-                watchdog.end_ray()  # ray.shutdown would wait on the dead Ray, up to a minute
+            if watchdog is not None:
+                watchdog.shut_down()  # ray.shutdown, or kill what is left of a Ray that died
             else:
                 ray.shutdown()  # a no-op when Ray was never started
     return 0

@@ -15,19 +15,18 @@ import signal
 import socket
 import threading
 import warnings
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import ray
 
 from pong.errors import PongError, UsageError
+from pong.guard import descendants
 
 __all__ = [
     "ClusterError",
     "check_memory",
     "cluster_summary",
     "connect",
-    "descendants",
     "joined",
     "local_ray_settings",
     "resolve_address",
@@ -263,27 +262,6 @@ def _stop_what_ray_init_started() -> None:
     for pid in descendants([os.getpid()]):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-
-
-def descendants(roots: Iterable[int]) -> list[int]:
-    """The processes ``roots`` started, those they started, and so on (``roots`` left out).
-
-    Linux only (``/proc``); elsewhere none.
-    """
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        parent = int(stat.rpartition(")")[2].split()[1])  # the field after the state
-        children.setdefault(parent, []).append(int(entry.name))
-    ours, todo = [], [child for root in roots for child in children.get(root, [])]
-    while todo:
-        pid = todo.pop()
-        ours.append(pid)
-        todo.extend(children.get(pid, []))
-    return ours
 
 
 WORKER_MEMORY = 60 * 2**20  # bytes of its own a RolloutWorker playing Pong holds (about 57 MB)

@@ -25,18 +25,23 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import select
-import signal
+import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-from pong.cluster import ClusterError, descendants
+import ray
+
+from pong import guard
+from pong.cluster import ClusterError
+from pong.guard import ENDED, end_session, ended
 from pong.stops import stop_for
 
-__all__ = ["RayDiedError", "Watchdog", "end_session"]
+__all__ = ["RayDiedError", "Watchdog"]
 
 WATCHED = {"raylet": "raylet", "gcs_server": "GCS"}  # Ray's name for each -> ours
 POLL_S = 0.2  # between looks, where pidfds are missing
@@ -47,7 +52,8 @@ class RayDiedError(ClusterError):
 
 
 class Watchdog:
-    """Watches the raylet and GCS of the local Ray this process started.
+    """Watches the raylet and GCS of the local Ray this process started, with a guard
+    (``pong.guard``) for when Ray's own code ends this process first.
 
     Args:
         watched: Ray's name for each process to watch (``raylet``,
@@ -66,15 +72,17 @@ class Watchdog:
         self.watched = watched
         self.session_dir = session_dir
         self.died: RayDiedError | None = None  # what died, once something has
+        self.guard: subprocess.Popen | None = None
         self._lock = threading.Lock()
         self._off = False
         self._wake_r, self._wake_w = os.pipe()  # written by stop: the thread ends
         self._thread = threading.Thread(target=self._watch, name="ray-watchdog", daemon=True)
 
     @classmethod
-    def start_local(cls) -> Watchdog | None:
-        """Watch the local Ray that ``ray.init`` started in this process (the driver's);
-        ``None`` off Linux or where Ray's private record of its processes is missing."""
+    def start_local(cls, checkpoint: Path) -> Watchdog | None:
+        """Watch the local Ray that ``ray.init`` started in this process (the driver's), whose
+        run saves to ``checkpoint``; ``None`` off Linux or where Ray's private record of its
+        processes is missing."""
         try:
             from ray._private import worker  # private: the node this process started
         except ImportError:
@@ -94,7 +102,25 @@ class Watchdog:
             return None
         watchdog = cls(watched, str(session_dir))
         watchdog._thread.start()
+        watchdog._start_guard(checkpoint)
         return watchdog
+
+    def _start_guard(self, checkpoint: Path) -> None:
+        """Start ``pong/guard.py`` and give it its orders (``python -I``: no Ray, no site)."""
+        orders = {
+            "driver": os.getpid(),
+            "session_dir": self.session_dir,
+            "watched": {WATCHED[name]: pid for name, pid in self.watched.items()},
+            "checkpoint": str(checkpoint),
+        }
+        with contextlib.suppress(OSError):
+            self.guard = subprocess.Popen(
+                [sys.executable, "-I", guard.__file__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+            )
+            self.guard.stdin.write(json.dumps(orders).encode() + b"\n")
+            self.guard.stdin.flush()
 
     def _watch(self) -> None:
         """The thread: wait until a watched process ends, or ``stop``."""
@@ -115,7 +141,7 @@ class Watchdog:
         except (AttributeError, OSError):  # no pidfds here (Linux < 5.3): look now and then
             while not self._off:
                 for name, pid in self.watched.items():
-                    if _ended(pid):
+                    if ended(pid):
                         self._fire(name)
                         return
                 time.sleep(POLL_S)
@@ -133,70 +159,27 @@ class Watchdog:
             Watchdog.fired = True
             stop_for(self.died)
 
-    def stop(self) -> RayDiedError | None:
-        """Stop watching (before ``ray.shutdown`` ends the processes on purpose); what died."""
+    def shut_down(self) -> None:
+        """End this Ray: ``ray.shutdown``, or once it has died (which ``ray.shutdown`` would
+        wait on, up to a minute), kill what is left of it. Then dismiss the guard."""
         with self._lock:
-            self._off = True
+            self._off = True  # from here on, its processes end on purpose
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
         self._thread.join(timeout=5)
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        return self.died
-
-    def end_ray(self, seconds: float = 5.0) -> list[int]:
-        """Kill what is left of this Ray, instead of ``ray.shutdown``; the pids killed."""
-        return end_session(self.session_dir, seconds)
-
-
-def end_session(session_dir: str, seconds: float = 5.0) -> list[int]:
-    """Kill the processes of the Ray session in ``session_dir`` and wait until they are gone
-    (at most ``seconds``); the pids killed.
-
-    Its processes name the directory on their command lines (the GCS, the raylet and
-    the other processes ``ray.init`` starts) or hold files open in it (every one,
-    agents and workers too, whose command lines Ray rewrites, and which outlive a
-    raylet that dies); and what they started. Never this process or one it runs
-    under, never another Ray's.
-    """
-    marks = {session_dir.rstrip("/"), os.path.realpath(session_dir)}
-    named = {pid for pid in _pids() if any(_uses(pid, mark) for mark in marks)}
-    ours = (named | set(descendants(named))) - _ancestors() - {os.getpid()}
-    for pid in ours:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    left, deadline = set(ours), time.monotonic() + seconds
-    while left and time.monotonic() < deadline:
-        for pid in list(left):
+        if self.died is None:
+            ray.shutdown()
+        else:
+            end_session(self.session_dir)
+        if self.guard is not None:
             with contextlib.suppress(OSError):
-                os.waitpid(pid, os.WNOHANG)  # a child of this process: reaped, not a zombie
-            if _ended(pid):
-                left.discard(pid)
-        if left:
-            time.sleep(0.02)
-    return sorted(ours)
-
-
-def _pids() -> list[int]:
-    return [int(entry.name) for entry in Path("/proc").glob("[0-9]*")]
-
-
-def _uses(pid: int, session_dir: str) -> bool:
-    """Whether process ``pid`` names ``session_dir`` on its command line or has a file in it
-    open (only this user's processes can be seen so)."""
-    cmdline = _read(Path(f"/proc/{pid}/cmdline")) + b"\0"
-    if any(f"{session_dir}{end}".encode() in cmdline for end in ("/", "\0")):
-        return True
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith(session_dir + "/"):
-                return True
-    return False
+                self.guard.stdin.write(ENDED)
+                self.guard.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.guard.wait(timeout=5)
 
 
 def _hush_ray() -> None:
@@ -221,28 +204,3 @@ def _hush_ray() -> None:
             errors=getattr(stream, "errors", None),
             line_buffering=True,
         )
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b""
-
-
-def _ended(pid: int) -> bool:
-    """Whether ``pid`` has ended (a zombie has)."""
-    stat = _read(Path(f"/proc/{pid}/stat"))
-    return not stat or stat.rpartition(b")")[2].split()[0] in (b"Z", b"X")
-
-
-def _ancestors() -> set[int]:
-    """This process's parent, its parent, and so on."""
-    found, pid = set(), os.getpid()
-    while pid > 1:
-        stat = _read(Path(f"/proc/{pid}/stat"))
-        if not stat:
-            break
-        pid = int(stat.rpartition(b")")[2].split()[1])
-        found.add(pid)
-    return found

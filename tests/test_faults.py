@@ -157,3 +157,30 @@ def test_when_its_own_ray_dies_the_driver_stops_saved_with_one_line_and_ends_tha
     assert out.read_text().splitlines()[-1].startswith(f"Done: {printed[-1]} updates")
     assert not re.search(r"Raylet is terminated", out.read_text())  # Ray's dump is not relayed
     assert left == [], "processes of the driver's Ray outlived it"
+
+
+@pytest.mark.ray
+def test_a_driver_killed_outright_leaves_nothing_of_its_ray_running(tmp_path) -> None:
+    """``kill -9`` (or Ray's own code ending the driver at once) leaves no line and no save,
+    and before pong.guard it left that Ray's two agents running for good."""
+    out, run = tmp_path / "out.txt", tmp_path / "run"
+    args = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--run-dir={run}"]
+    proc, ours = start_driver(args, out), {}
+    try:
+        wait_for(lambda: "Batch 2 " in out.read_text(), proc)
+        ours = {pid: started(pid) for pid in descendants({proc.pid}, parents())}
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)  # its stderr is closed once the guard is done too
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = [pid for pid, start in ours.items() if start and started(pid) == start]
+            if not left:
+                break
+            time.sleep(0.2)
+    finally:
+        proc.kill()
+        for pid, start in ours.items():  # only those the driver had started
+            if start and started(pid) == start:
+                os.kill(pid, signal.SIGKILL)
+    assert len(ours) >= 5  # the GCS, the raylet, its agents and workers, the guard
+    assert left == [], "processes of the killed driver's Ray outlived it"
