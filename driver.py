@@ -198,10 +198,9 @@ def farewell(
         f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.episodes}"
         f" episodes, best running mean {'-' if best is None else f'{best:.2f}'}"
     )
+    checkpoint = printable(run.checkpoint_path)
     if reached(trainer.running_reward, until_mean):
-        return (
-            f"{line}; the running mean is above {until_mean:g}; checkpoint: {run.checkpoint_path}"
-        )
+        return f"{line}; the running mean is above {until_mean:g}; checkpoint: {checkpoint}"
     goal = "" if until_mean is None else f" --until-mean={until_mean:g}"  # the same goal again
     if not run.checkpoint_path.exists():
         return f"{line}; no update finished, so nothing was saved"
@@ -211,21 +210,44 @@ def farewell(
         pip = " --runtime-env runtime_env.yaml" if "pip" in job else ""
         again = (
             f"ray job submit --address {cluster} --working-dir .{pip} -- python driver.py"
-            f" --resume {shlex.quote(str(run.directory))}{goal}"
+            f" --resume {shell_word(str(run.directory))}{goal}"  # absolute: no leading -
         )
     else:
-        where = f" --address={shlex.quote(cluster)}" if cluster else ""
+        where = f" --address={shell_word(cluster)}" if cluster else ""
         again = (
             f"{pasteable(sys.executable)} {pasteable(__file__)}{where}"
             f" --resume {pasteable(run.directory)}{goal}"
         )
-    return f"{line}; checkpoint: {run.checkpoint_path} (continue with: {again})"
+    return f"{line}; checkpoint: {checkpoint} (continue with: {again})"
 
 
 def pasteable(path: str | os.PathLike) -> str:
-    """``path`` for a command to paste here: relative inside the current directory."""
+    """``path`` for a command to paste here: relative inside the current directory (``./``
+    first where it would start with ``-`` and be read as a flag), quoted for the shell."""
     relative = os.path.relpath(path)
-    return shlex.quote(os.path.abspath(path) if relative.startswith("..") else relative)
+    if relative.startswith("-"):
+        relative = os.path.join(".", relative)
+    return shell_word(os.path.abspath(path) if relative.startswith("..") else relative)
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word for bash or zsh, on one line: quoted as ``shlex.quote`` does, or,
+    where it holds a newline or another character that does not print, as ``$'...'`` with
+    that character's bytes escaped."""
+    if text.isprintable():
+        return shlex.quote(text)
+    escaped = "".join(
+        c.replace("\\", "\\\\").replace("'", "\\'")
+        if c.isprintable()
+        else "".join(f"\\x{b:02x}" for b in c.encode("utf-8", "surrogateescape"))
+        for c in text
+    )
+    return f"$'{escaped}'"
+
+
+def printable(path: str | os.PathLike) -> str:
+    """``path`` to show in a line: as it is, unless it holds a character that does not print."""
+    return str(path) if str(path).isprintable() else shell_word(str(path))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
