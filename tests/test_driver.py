@@ -41,6 +41,8 @@ from tests.test_faults import wait_for
         (["--iterations=x"], "argument --iterations: expected a positive integer"),
         (["--seed=-1"], "argument --seed: expected a non-negative integer"),
         (["--num-cpus=0"], "argument --num-cpus: expected a positive integer"),
+        (["--num-cpus=100000"], f"--num-cpus: expected at most {64 * (os.cpu_count() or 1)} (64"),
+        ([f"--num-cpus={10**18}"], f"got '{10**18}'"),  # Ray's limit is 10**14
         (["--learning-rate=nan"], "argument --learning-rate: expected a positive number"),
         (["--decay-rate=1"], "argument --decay-rate: expected a number below 1"),
         (["--bogus"], "unrecognized arguments: --bogus"),
