@@ -13,9 +13,11 @@ looks 5 times a second). When one dies it stops the run as a first signal
 would (``pong.stops.stop_for``: between updates, never inside one; Ray's
 blocking calls let it in within 0.1 s), and the driver saves the last
 finished update, says which process died, skips ``ray.shutdown`` (it would
-wait up to a minute on a dead GCS) and kills what is left of that Ray with
-``end_ray``: the processes of that Ray session, found by the files they hold
-in its directory. Linux only (``/proc``); elsewhere nothing is watched.
+wait up to a minute on a dead GCS) and kills what is left of that Ray
+(``Watchdog.shut_down``): the processes of that Ray session, found by the
+files they hold in its directory (``pong.guard.end_session``). Where Ray's own
+code ends the driver first, the guard process (``pong.guard``) does that.
+Linux only (``/proc``, pidfds); elsewhere nothing is watched.
 
 A cluster's head runs in other processes, out of sight: there Ray's own code
 ends the driver (README, "What survives which fault").
@@ -58,8 +60,7 @@ class Watchdog:
     Args:
         watched: Ray's name for each process to watch (``raylet``,
             ``gcs_server``) -> its pid.
-        session_dir: that Ray's session directory (its processes name it on
-            their command lines).
+        session_dir: that Ray's session directory (its processes hold files in it).
 
     ``Watchdog.fired`` says whether a watchdog of this process saw its Ray die:
     the process should then end with ``os._exit``, since Ray's exit hooks
@@ -75,7 +76,7 @@ class Watchdog:
         self.guard: subprocess.Popen | None = None
         self._lock = threading.Lock()
         self._off = False
-        self._wake_r, self._wake_w = os.pipe()  # written by stop: the thread ends
+        self._wake_r, self._wake_w = os.pipe()  # written by shut_down: the thread ends
         self._thread = threading.Thread(target=self._watch, name="ray-watchdog", daemon=True)
 
     @classmethod
@@ -113,7 +114,7 @@ class Watchdog:
             "watched": {WATCHED[name]: pid for name, pid in self.watched.items()},
             "checkpoint": str(checkpoint),
         }
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError, TypeError):  # no guard, then
             self.guard = subprocess.Popen(
                 [sys.executable, "-I", guard.__file__],
                 stdin=subprocess.PIPE,
@@ -123,7 +124,7 @@ class Watchdog:
             self.guard.stdin.flush()
 
     def _watch(self) -> None:
-        """The thread: wait until a watched process ends, or ``stop``."""
+        """The thread: wait until a watched process ends, or ``shut_down``."""
         fds: dict[int, str] = {}
         try:
             for name, pid in self.watched.items():
@@ -151,7 +152,7 @@ class Watchdog:
 
     def _fire(self, name: str) -> None:
         with self._lock:
-            if self._off:  # stopped: the driver is shutting Ray down itself
+            if self._off:  # the driver is shutting Ray down itself
                 return
             _hush_ray()
             what = f"the local Ray's {WATCHED[name]} (pid {self.watched[name]}) died"
