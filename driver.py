@@ -274,6 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             finally:
                 run.close()  # gives the directory up, also when Ray could not start
         except PongError as e:
+            if watchdog is not None:  # its Ray may have died meanwhile
+                watchdog.hold(e.__traceback__)
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return e.exit_code
         except BrokenPipeError:  # `driver.py | head`: nobody reads any more, so stop as `yes` does
@@ -283,7 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = f"{e.filename}: " if e.filename else ""
             print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)
             return 1
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stopped:
+            if watchdog is not None:  # the frames it stopped may hold the dead Ray's objects
+                watchdog.hold(stopped.__traceback__)
             cause = stopped_for()  # the local Ray died (pong.watchdog)
             if isinstance(cause, PongError):
                 print(f"{PROG}: error: {cause}; {kept(run)}", file=sys.stderr, flush=True)

@@ -14,10 +14,11 @@ driver's pid, that Ray's session directory, the raylet's and GCS's pids and
 the run's checkpoint) and waits. A driver that has ended its Ray itself says
 ``ended`` before it exits, and the guard goes quietly. Otherwise, when the
 driver's end closes its stdin, the guard kills what is left of that Ray
-(``end_session``) and, if the raylet or GCS died while the driver still ran,
-says so in one line. It ignores SIGINT and SIGHUP, which a terminal sends
-the driver's whole process group: stopping on those is the driver's business.
-Linux only (``/proc``, pidfds).
+(``end_session``) and, if the raylet or GCS died while the driver still ran
+and the driver had not yet said how it stopped (``said``), says so in one
+line. It ignores SIGINT and SIGHUP, which a terminal sends the driver's whole
+process group: stopping on those is the driver's business. Linux only
+(``/proc``, pidfds).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["ENDED", "descendants", "end_session", "guard"]
+__all__ = ["ENDED", "SAID", "descendants", "end_session", "guard"]
 
+SAID = b"said\n"  # the driver has said how it stopped; it goes on to end its Ray
 ENDED = b"ended\n"  # the driver's last word: it has ended its Ray itself
 
 
@@ -53,7 +55,7 @@ def guard(stdin: int = 0) -> int:
     if said.endswith(ENDED):
         return 0
     end_session(session_dir)
-    if died_first is not None:
+    if died_first is not None and SAID not in said:
         kept = (
             f"the updates after its last checkpoint ({checkpoint}) are lost"
             if os.path.exists(checkpoint)

@@ -40,7 +40,7 @@ import ray
 
 from pong import guard
 from pong.cluster import ClusterError
-from pong.guard import ENDED, end_session, ended
+from pong.guard import ENDED, SAID, end_session, ended
 from pong.stops import stop_for
 
 __all__ = ["RayDiedError", "Watchdog"]
@@ -68,6 +68,7 @@ class Watchdog:
     """
 
     fired = False
+    held: list[object] = []  # see hold
 
     def __init__(self, watched: dict[str, int], session_dir: str) -> None:
         self.watched = watched
@@ -160,9 +161,20 @@ class Watchdog:
             Watchdog.fired = True
             stop_for(self.died)
 
+    def hold(self, thing: object) -> None:
+        """Once Ray has died, keep ``thing`` alive until the process ends: say, a traceback
+        whose frames hold arrays read from the object store. Releasing one writes to the
+        dead raylet, and for that Ray's own code ends the process at once."""
+        if self.died is not None:
+            Watchdog.held.append(thing)
+
     def shut_down(self) -> None:
         """End this Ray: ``ray.shutdown``, or once it has died (which ``ray.shutdown`` would
-        wait on, up to a minute), kill what is left of it. Then dismiss the guard."""
+        wait on, up to a minute), kill what is left of it. Then dismiss the guard.
+
+        The driver has said how it stopped: should Ray end it now, the guard only ends
+        that Ray."""
+        self._tell_guard(SAID)
         with self._lock:
             self._off = True  # from here on, its processes end on purpose
         with contextlib.suppress(OSError):
@@ -176,11 +188,16 @@ class Watchdog:
         else:
             end_session(self.session_dir)
         if self.guard is not None:
+            self._tell_guard(ENDED)
             with contextlib.suppress(OSError):
-                self.guard.stdin.write(ENDED)
                 self.guard.stdin.close()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.guard.wait(timeout=5)
+
+    def _tell_guard(self, word: bytes) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # a guard that is gone: nothing
+            self.guard.stdin.write(word)
+            self.guard.stdin.flush()
 
 
 def _hush_ray() -> None:

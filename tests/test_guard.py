@@ -9,8 +9,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import pong.guard
-from pong.guard import ENDED, end_session
+from pong.guard import ENDED, SAID, end_session
 from tests.helpers import started
 
 
@@ -38,7 +40,9 @@ def start_guard(orders: dict) -> subprocess.Popen:
     return guard
 
 
-def test_the_guard_ends_the_session_and_says_which_process_died_before_the_driver(tmp_path):
+@pytest.mark.parametrize("said", [False, True])
+def test_the_guard_ends_the_session_and_says_which_process_died_before_the_driver(said, tmp_path):
+    """``said``: the driver had said how it stopped, and then Ray ended it: no second line."""
     session = tmp_path / "session_1"
     (session / "logs").mkdir(parents=True)
     raylet, gcs = sleeper(holding=session / "logs" / "raylet.out"), sleeper()
@@ -57,16 +61,20 @@ def test_the_guard_ends_the_session_and_says_which_process_died_before_the_drive
         raylet.kill()  # first the raylet, then (Ray's own code) the driver
         raylet.wait()
         time.sleep(0.2)
+        if said:
+            guard.stdin.write(SAID)
+            guard.stdin.flush()
         driver.kill()
         driver.wait()
         guard.stdin.close()  # as the driver's end closes it
         err = guard.stderr.read()
         assert guard.wait(timeout=30) == 1
-        assert err.decode() == (
+        line = (
             f"driver.py: error: the local Ray's raylet (pid {raylet.pid}) died and Ray's own code"
             f" ended the driver (pid {driver.pid}) at once; nothing was saved; ended the rest of"
             " that Ray\n"
         )
+        assert err.decode() == ("" if said else line)
         assert agent.wait(timeout=5) == -signal.SIGKILL  # it held a file of the session
         assert other.poll() is None and gcs.poll() is None  # named nowhere in the session
     finally:
