@@ -267,7 +267,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 connect(address, args.num_cpus)
                 if address is None:
-                    watchdog = Watchdog.start_local(run.checkpoint_path)
+                    watchdog = Watchdog.of_local_ray()  # set before it starts, for finally
+                    if watchdog is not None:
+                        watchdog.start(run.checkpoint_path)
                 check_memory(run.config.batch_size)
                 announce(run, options, cluster_summary(address))
                 train(run, options, address)

@@ -81,9 +81,9 @@ class Watchdog:
         self._thread = threading.Thread(target=self._watch, name="ray-watchdog", daemon=True)
 
     @classmethod
-    def start_local(cls, checkpoint: Path) -> Watchdog | None:
-        """Watch the local Ray that ``ray.init`` started in this process (the driver's), whose
-        run saves to ``checkpoint``; ``None`` off Linux or where Ray's private record of its
+    def of_local_ray(cls) -> Watchdog | None:
+        """A watchdog, not yet started, for the local Ray that ``ray.init`` started in this
+        process (the driver's); ``None`` off Linux or where Ray's private record of its
         processes is missing."""
         try:
             from ray._private import worker  # private: the node this process started
@@ -102,13 +102,12 @@ class Watchdog:
                     watched[name] = pid
         if not watched:
             return None
-        watchdog = cls(watched, str(session_dir))
-        watchdog._thread.start()
-        watchdog._start_guard(checkpoint)
-        return watchdog
+        return cls(watched, str(session_dir))
 
-    def _start_guard(self, checkpoint: Path) -> None:
-        """Start ``pong/guard.py`` and give it its orders (``python -I``: no Ray, no site)."""
+    def start(self, checkpoint: Path) -> None:
+        """Watch, and start the guard (``pong/guard.py``, ``python -I``: no Ray, no site),
+        for a run that saves to ``checkpoint``."""
+        self._thread.start()
         orders = {
             "driver": os.getpid(),
             "session_dir": self.session_dir,
@@ -179,7 +178,8 @@ class Watchdog:
             self._off = True  # from here on, its processes end on purpose
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
-        self._thread.join(timeout=5)
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout=5)
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
