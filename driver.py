@@ -311,7 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def kept(run: Run | None) -> str:
     """What a run that stopped on an error kept: its last checkpoint, or nothing."""
     if run is not None and run.checkpoint_path.exists():
-        return f"the last finished update ({run.saved_at}) is saved in {run.checkpoint_path}"
+        where = printable(run.checkpoint_path)
+        return f"the last finished update ({run.saved_at}) is saved in {where}"
     return "no update had finished, so nothing was saved"
 
 
