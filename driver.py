@@ -38,6 +38,7 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _stopped_while_loading)
 
 import argparse
+import contextlib
 import json
 import shlex
 from collections.abc import Sequence
@@ -56,8 +57,9 @@ from pong.env import check_env
 from pong.errors import PongError, UsageError, output_closed
 from pong.evaluate import watch
 from pong.run import JOB_CONFIG, Run, in_ray_job
-from pong.stops import held_back, signals_stop
+from pong.stops import finishing, held_back, signals_stop, stopped_for
 from pong.train import Trainer
+from pong.watchdog import Watchdog
 
 PROG = "driver.py"
 
@@ -178,6 +180,7 @@ def train(run: Run, options: Options, address: str | None = None) -> None:
                     flush=True,
                 )
     finally:
+        finishing()  # the last save: a stop from here on is only counted
         run.close(trainer)
         if trainer is not None:
             print(farewell(run, trainer, first, address, options.until_mean), flush=True)
@@ -196,10 +199,9 @@ def farewell(
         f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.episodes}"
         f" episodes, best running mean {'-' if best is None else f'{best:.2f}'}"
     )
+    checkpoint = printable(run.checkpoint_path)
     if reached(trainer.running_reward, until_mean):
-        return (
-            f"{line}; the running mean is above {until_mean:g}; checkpoint: {run.checkpoint_path}"
-        )
+        return f"{line}; the running mean is above {until_mean:g}; checkpoint: {checkpoint}"
     goal = "" if until_mean is None else f" --until-mean={until_mean:g}"  # the same goal again
     if not run.checkpoint_path.exists():
         return f"{line}; no update finished, so nothing was saved"
@@ -209,25 +211,50 @@ def farewell(
         pip = " --runtime-env runtime_env.yaml" if "pip" in job else ""
         again = (
             f"ray job submit --address {cluster} --working-dir .{pip} -- python driver.py"
-            f" --resume {shlex.quote(str(run.directory))}{goal}"
+            f" --resume {shell_word(str(run.directory))}{goal}"  # absolute: no leading -
         )
     else:
-        where = f" --address={shlex.quote(cluster)}" if cluster else ""
+        where = f" --address={shell_word(cluster)}" if cluster else ""
         again = (
             f"{pasteable(sys.executable)} {pasteable(__file__)}{where}"
             f" --resume {pasteable(run.directory)}{goal}"
         )
-    return f"{line}; checkpoint: {run.checkpoint_path} (continue with: {again})"
+    return f"{line}; checkpoint: {checkpoint} (continue with: {again})"
 
 
 def pasteable(path: str | os.PathLike) -> str:
-    """``path`` for a command to paste here: relative inside the current directory."""
+    """``path`` for a command to paste here: relative inside the current directory (``./``
+    first where it would start with ``-`` and be read as a flag), quoted for the shell."""
     relative = os.path.relpath(path)
-    return shlex.quote(os.path.abspath(path) if relative.startswith("..") else relative)
+    if relative.startswith("-"):
+        relative = os.path.join(".", relative)
+    return shell_word(os.path.abspath(path) if relative.startswith("..") else relative)
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word for bash or zsh, on one line: quoted as ``shlex.quote`` does, or,
+    where it holds a newline or another character that does not print, as ``$'...'`` with
+    that character's bytes escaped."""
+    if text.isprintable():
+        return shlex.quote(text)
+    escaped = "".join(
+        c.replace("\\", "\\\\").replace("'", "\\'")
+        if c.isprintable()
+        else "".join(f"\\x{b:02x}" for b in c.encode("utf-8", "surrogateescape"))
+        for c in text
+    )
+    return f"$'{escaped}'"
+
+
+def printable(path: str | os.PathLike) -> str:
+    """``path`` to show in a line: as it is, unless it holds a character that does not print."""
+    return str(path) if str(path).isprintable() else shell_word(str(path))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    run: Run | None = None
+    watchdog: Watchdog | None = None  # on the local Ray's own processes
     with signals_stop() as received:  # the first SIGINT/SIGTERM stops; later ones wait
         try:
             if args.evaluate is not None:
@@ -240,11 +267,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             run.open()  # the run directory is ours before Ray starts
             try:
                 connect(address, args.num_cpus)
+                if address is None:
+                    watchdog = Watchdog.of_local_ray()  # set before it starts, for finally
+                    if watchdog is not None:
+                        watchdog.start(run.checkpoint_path)
                 announce(run, options, cluster_summary(address))
                 train(run, options, address)
             finally:
                 run.close()  # gives the directory up, also when Ray could not start
         except PongError as e:
+            if watchdog is not None:  # its Ray may have died meanwhile
+                watchdog.hold(e.__traceback__)
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return e.exit_code
         except BrokenPipeError:  # `driver.py | head`: nobody reads any more, so stop as `yes` does
@@ -254,15 +287,40 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = f"{e.filename}: " if e.filename else ""
             print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)
             return 1
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stopped:
+            if watchdog is not None:  # the frames it stopped may hold the dead Ray's objects
+                watchdog.hold(stopped.__traceback__)
+            cause = stopped_for()  # the local Ray died (pong.watchdog)
+            if isinstance(cause, PongError):
+                print(f"{PROG}: error: {cause}; {kept(run)}", file=sys.stderr, flush=True)
+                return cause.exit_code
             stop = received[0] if received else signal.SIGINT
-            ending = "; shutting down Ray" if ray.is_initialized() else ""
+            dead = watchdog is not None and watchdog.died is not None
+            ending = "; shutting down Ray" if ray.is_initialized() and not dead else ""
             print(f"Interrupted by {stop.name}{ending}.", file=sys.stderr, flush=True)
             return 128 + stop.value  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
         finally:
-            ray.shutdown()  # a no-op when Ray was never started
+            finishing()  # a stop from here on is only counted
+            if watchdog is not None:
+                watchdog.shut_down()  # ray.shutdown, or kill what is left of a Ray that died
+            else:
+                ray.shutdown()  # a no-op when Ray was never started
     return 0
 
 
+def kept(run: Run | None) -> str:
+    """What a run that stopped on an error kept: its last checkpoint, or nothing."""
+    if run is not None and run.checkpoint_path.exists():
+        where = printable(run.checkpoint_path)
+        return f"the last finished update ({run.saved_at}) is saved in {where}"
+    return "no update had finished, so nothing was saved"
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if Watchdog.fired:  # Ray's exit hooks would talk to the dead Ray, for up to a minute
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError):
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)

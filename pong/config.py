@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,20 @@ def integer(text: str, least: int, what: str) -> int:
 def positive_int(text: str) -> int:
     """A count such as a batch size: an integer of at least 1."""
     return integer(text, 1, "a positive integer")
+
+
+CPU_FACTOR = 64  # --num-cpus above this many times the machine's CPUs is surely a slip
+
+
+def local_cpus(text: str) -> int:
+    """CPUs for a local Ray to claim: at least 1, at most ``CPU_FACTOR`` times this machine's."""
+    value, machine = positive_int(text), os.cpu_count() or 1
+    if value > CPU_FACTOR * machine:
+        raise argparse.ArgumentTypeError(
+            f"expected at most {CPU_FACTOR * machine} ({CPU_FACTOR} times this machine's"
+            f" {machine} CPU{'s' * (machine != 1)}), got {text!r}"
+        )
+    return value
 
 
 def non_negative_int(text: str) -> int:
@@ -174,7 +189,11 @@ class Options:
         "--address",
     )
     num_cpus: int | None = setting(
-        None, positive_int, "N", "CPUs of the local Ray (default: all); not with a cluster address"
+        None,
+        local_cpus,
+        "N",
+        f"CPUs of the local Ray (default: all; at most {CPU_FACTOR} times this machine's);"
+        " not with a cluster address",
     )
     run_dir: Path | None = setting(
         None,

@@ -122,3 +122,15 @@ def processes():
                 yield int(entry.name), (entry / "cmdline").read_bytes()
             except OSError:
                 continue
+
+
+def started(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot), or ``None`` once it has ended.
+
+    A zombie has ended; a pid used again by a later process has another start time.
+    """
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return None if fields[0] in ("Z", "X") else int(fields[19])

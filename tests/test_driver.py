@@ -41,6 +41,8 @@ from tests.test_faults import wait_for
         (["--iterations=x"], "argument --iterations: expected a positive integer"),
         (["--seed=-1"], "argument --seed: expected a non-negative integer"),
         (["--num-cpus=0"], "argument --num-cpus: expected a positive integer"),
+        (["--num-cpus=100000"], f"--num-cpus: expected at most {64 * (os.cpu_count() or 1)} (64"),
+        ([f"--num-cpus={10**18}"], f"got '{10**18}'"),  # Ray's limit is 10**14
         (["--learning-rate=nan"], "argument --learning-rate: expected a positive number"),
         (["--decay-rate=1"], "argument --decay-rate: expected a number below 1"),
         (["--bogus"], "unrecognized arguments: --bogus"),
@@ -293,6 +295,90 @@ def test_the_resume_hint_is_a_command_that_works_from_here(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     assert driver.pasteable(tmp_path / "runs" / "a b") == "'runs/a b'"  # quoted, relative
     assert driver.pasteable(driver.__file__) == os.path.abspath(driver.__file__)  # outside: whole
+
+
+AWKWARD = [
+    "-x",  # read as a flag after --resume, unless written ./-x
+    "--resume",
+    "a b",
+    "it's",
+    'say "hi"',
+    "$HOME and `date` and $(date)",
+    "back\\slash",
+    "line\nbreak",
+    "tab\tand\rreturn",
+    "bell\x07 and escape\x1b[31m",
+    "ünï cödé ✓",
+    "next line\x85 and separator\u2028",
+    "-\n'$\"",
+    "*?[a]{b,c}~!#;&|<>",
+]
+
+
+def farewell_of(directory: Path) -> str:
+    """``farewell`` for a saved run in ``directory``, stand-ins for the run and the trainer."""
+    from types import SimpleNamespace
+
+    (directory / "checkpoint.npz").touch()
+    run = SimpleNamespace(directory=directory, checkpoint_path=directory / "checkpoint.npz")
+    trainer = SimpleNamespace(
+        iteration=3, best_running_reward=-20.5, episodes=6, running_reward=-20.5
+    )
+    return driver.farewell(run, trainer, first=0)
+
+
+def resume_command(done: str) -> str:
+    """The command of a ``Done:`` line's ``(continue with: ...)``."""
+    assert done.endswith(")") and "(continue with: " in done, done
+    return done.rpartition("(continue with: ")[2][:-1]
+
+
+@pytest.mark.parametrize("name", AWKWARD)
+def test_the_printed_resume_command_works_as_pasted_in_bash(name, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR", raising=False)
+    (tmp_path / name).mkdir()
+    done = farewell_of(Path(name))
+    assert "\n" not in done and done.isprintable()  # one line, whatever the name
+    command = resume_command(done)
+    python = driver.pasteable(sys.executable)
+    assert command.startswith(f"{python} ")
+    # The same command, with printf in place of Python: the words bash hands the program.
+    stub = "printf '%s\\0'" + command[len(python) :]
+    pasted = subprocess.run(["bash", "-c", stub], cwd=tmp_path, capture_output=True, check=True)
+    script, *argv = [os.fsdecode(word) for word in pasted.stdout.split(b"\0")[:-1]]
+    assert Path(script).resolve() == Path(driver.__file__).resolve()
+    args = driver.parse_args(argv)
+    assert args.resume == Path(name) and (tmp_path / args.resume).is_dir()
+
+
+@pytest.mark.ray
+def test_a_run_in_a_directory_with_an_awkward_name_goes_on_with_the_printed_command(
+    tmp_path,
+) -> None:
+    name = "-a b$c'd\"\ne"
+    toy = ["--env=PongToy/Catch-v0", "--batch-size=2", "--num-cpus=1", "--iterations=1"]
+    first = subprocess.run(
+        [sys.executable, str(ROOT / "driver.py"), *toy, "--seed=0", f"--run-dir={name}"],
+        cwd=tmp_path,
+        env=_local_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert first.returncode == 0, first.stderr
+    command = resume_command(first.stdout.splitlines()[-1])
+    again = subprocess.run(
+        ["bash", "-c", f"{command} --iterations=1 --num-cpus=1"],
+        cwd=tmp_path,
+        env=_local_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert again.returncode == 0, again.stderr
+    assert "resuming after update 1" in again.stdout
+    assert load(tmp_path / name).iteration == 2
 
 
 @pytest.mark.parametrize(

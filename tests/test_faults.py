@@ -1,18 +1,31 @@
-"""Worker processes killed by PID during a real run (local Ray, real Pong)."""
+"""Processes killed by PID during a real run (local Ray, real Pong): its workers, and the
+raylet and GCS of the driver's own Ray."""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from pong.checkpoint import load
 from pong.worker import MAX_RESTARTS
-from tests.helpers import BATCH_LINE, ROOT, descendants, parents, processes
+from tests.helpers import (
+    BATCH_LINE,
+    ROOT,
+    descendants,
+    parents,
+    processes,
+    started,
+    stop_processes_of,
+)
 
 pytestmark = [pytest.mark.ray, pytest.mark.ale]
 
@@ -96,3 +109,78 @@ def test_a_worker_that_keeps_dying_stops_the_run_with_one_line(tmp_path) -> None
     assert f"up to {MAX_RESTARTS} times" in line
     assert "Traceback" not in err
     assert (tmp_path / "run" / "checkpoint.npz").exists()  # the last finished update is kept
+
+
+@pytest.mark.parametrize(("process", "name"), [("raylet", "raylet"), ("gcs_server", "GCS")])
+def test_when_its_own_ray_dies_the_driver_stops_saved_with_one_line_and_ends_that_ray(
+    process, name, tmp_path
+) -> None:
+    """Without a watchdog Ray ends the driver itself, about 15 s after its raylet died or 60 s
+    after its GCS did, with exit status 1, Ray's lines, nothing saved and agents left running."""
+    private = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # this Ray's files, and only its
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+        "RAY_TMPDIR": str(private),
+    }
+    out, run = tmp_path / "out.txt", tmp_path / "run"
+    args = ["--num-cpus=2", "--batch-size=2", "--checkpoint-every=100", f"--run-dir={run}"]
+    proc = start_driver(args, out, env=env)  # so only the stop can save the run
+    try:
+        wait_for(lambda: "Batch 2 " in out.read_text(), proc)
+        ours = {pid: started(pid) for pid in descendants({proc.pid}, parents())}
+        [target] = [
+            pid
+            for pid, cmd in processes()
+            if pid in ours and cmd.split(b"\0")[0].endswith(f"/{process}".encode())
+        ]
+        last = [m for m in map(BATCH_LINE.match, out.read_text().splitlines()) if m][-1]
+        time.sleep(min(float(last[4]) / 2, 2.0))  # the next update's games are being played
+        os.kill(target, signal.SIGKILL)
+        killed = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - killed
+        left = [pid for pid, start in ours.items() if start is not None and started(pid) == start]
+        left += [pid for pid, cmd in processes() if str(private).encode() in cmd and started(pid)]
+    finally:
+        proc.kill()
+        stop_processes_of(private)
+        shutil.rmtree(private, ignore_errors=True)
+    assert proc.returncode == 1, err
+    assert took < 10, took  # Ray's own end comes after 15 s (a raylet) or 60 s (a GCS)
+    printed = [int(m[1]) for m in map(BATCH_LINE.match, out.read_text().splitlines()) if m]
+    [line] = err.splitlines()  # and no traceback
+    assert line == (
+        f"driver.py: error: the local Ray's {name} (pid {target}) died; the last finished update"
+        f" ({printed[-1]}) is saved in {run}/checkpoint.npz"
+    )
+    assert load(run).iteration == printed[-1]  # every update it printed, none it did not
+    assert out.read_text().splitlines()[-1].startswith(f"Done: {printed[-1]} updates")
+    assert not re.search(r"Raylet is terminated", out.read_text())  # Ray's dump is not relayed
+    assert left == [], "processes of the driver's Ray outlived it"
+
+
+@pytest.mark.ray
+def test_a_driver_killed_outright_leaves_nothing_of_its_ray_running(tmp_path) -> None:
+    """``kill -9`` (or Ray's own code ending the driver at once) leaves no line and no save,
+    and before pong.guard it left that Ray's two agents running for good."""
+    out, run = tmp_path / "out.txt", tmp_path / "run"
+    args = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--run-dir={run}"]
+    proc, ours = start_driver(args, out), {}
+    try:
+        wait_for(lambda: "Batch 2 " in out.read_text(), proc)
+        ours = {pid: started(pid) for pid in descendants({proc.pid}, parents())}
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)  # its stderr is closed once the guard is done too
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = [pid for pid, start in ours.items() if start and started(pid) == start]
+            if not left:
+                break
+            time.sleep(0.2)
+    finally:
+        proc.kill()
+        for pid, start in ours.items():  # only those the driver had started
+            if start and started(pid) == start:
+                os.kill(pid, signal.SIGKILL)
+    assert len(ours) >= 5  # the GCS, the raylet, its agents and workers, the guard
+    assert left == [], "processes of the killed driver's Ray outlived it"
