@@ -35,7 +35,7 @@ FALL = 8  # cells the ball falls per step: a drop takes 10 steps
 class Catch(gym.Env):
     """Catch the falling ball. See the module docstring."""
 
-    metadata = {"render_modes": ["rgb_array"]}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 15}  # Pong-v5's 60 Hz / frameskip 4
 
     def __init__(self, points: int = 5, render_mode: str | None = None) -> None:
         self.points = points

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import csv
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -72,3 +74,17 @@ def test_the_real_training_loop_learns_the_toy(tmp_path) -> None:
     assert len(scores) == 600
     first, last = np.mean(scores[:100]), np.mean(scores[-100:])
     assert last - first >= 3.0 and last >= 1.5, (first, last)
+
+
+def test_after_import_pong_gymnasium_makes_the_toy_and_check_env_passes_without_a_warning():
+    code = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "import gymnasium, pong\n"
+        "from gymnasium.utils.env_checker import check_env\n"
+        "env = gymnasium.make('PongToy/Catch-v0')\n"
+        "check_env(env.unwrapped)\n"
+        "print(env.spec.id, env.observation_space.shape)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout == "PongToy/Catch-v0 (210, 160, 3)\n"
