@@ -6,6 +6,10 @@ bottom, steps/s of each update against training time. Several runs
 means against episodes (top) and against hours of training (bottom). Reads the
 run directories' ``updates.csv`` and ``episodes.csv``; needs matplotlib
 (``pip install -e '.[plot]'``).
+
+``python -m pong.plot --weights PATH`` (a run directory, a checkpoint or a
+policy file) draws what the network learned instead: each hidden unit's ``W1``
+row as an 80 x 80 image (``pong.weights``); Pillow alone draws it.
 """
 
 from __future__ import annotations
@@ -15,12 +19,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from PIL import Image
+
+from pong.checkpoint import load
 from pong.compare import check_distinct
 from pong.errors import quiet_when_piped
 from pong.files import atomic_write
 from pong.metrics import EPISODES, UPDATES, read_rows
+from pong.weights import picture
 
-__all__ = ["curve", "plot_run", "plot_runs"]
+__all__ = ["curve", "plot_run", "plot_runs", "plot_weights"]
 
 
 def curve(run_dir: str | Path) -> tuple[list[int], list[float], list[float]]:
@@ -124,6 +132,23 @@ def _save(fig, output: Path) -> Path:
     return output
 
 
+def plot_weights(path: str | Path, output: str | Path | None = None) -> Path:
+    """Draw the ``W1`` rows of the policy in ``path`` as 80 x 80 images into ``output``.
+
+    Raises:
+        ValueError: ``path`` holds no policy (``CheckpointError``, one line).
+    """
+    path = Path(path)
+    W1 = load(path, policy=True).weights["W1"]
+    if output is None:
+        output = (
+            path / "weights.png" if path.is_dir() else path.with_name(f"{path.stem}-weights.png")
+        )
+    with atomic_write(output) as f:
+        Image.fromarray(picture(W1)).save(f, format="PNG")
+    return Path(output)
+
+
 def png(text: str) -> Path:
     """``--output``: a path ending in .png (matplotlib would add .png, or write another format)."""
     if not text.lower().endswith(".png"):
@@ -136,7 +161,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m pong.plot",
         description="Draw a run's learning curves as a PNG, or overlay several runs' curves.",
     )
-    parser.add_argument("run_dirs", nargs="+", type=Path, help="run directories (hold updates.csv)")
+    parser.add_argument("run_dirs", nargs="*", type=Path, help="run directories (hold updates.csv)")
+    parser.add_argument(
+        "--weights",
+        type=Path,
+        metavar="PATH",
+        help="draw the W1 rows of a run directory's checkpoint, a checkpoint or a policy file"
+        " as 80 x 80 images instead (default output: RUN_DIR/weights.png, or NAME-weights.png"
+        " beside a file)",
+    )
     parser.add_argument(
         "--output",
         type=png,
@@ -144,11 +177,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="PNG to write (default for one run: RUN_DIR/learning_curve.png; needed for several)",
     )
     args = parser.parse_args(argv)
+    if bool(args.run_dirs) == (args.weights is not None):
+        parser.error("give either run directories or --weights PATH")
     if len(args.run_dirs) > 1 and args.output is None:
         parser.exit(2, f"{parser.prog}: error: several runs need --output FILE.png\n")
     try:
         check_distinct(args.run_dirs)
-        if len(args.run_dirs) == 1:
+        if args.weights is not None:
+            drawn = plot_weights(args.weights, args.output)
+        elif len(args.run_dirs) == 1:
             drawn = plot_run(args.run_dirs[0], args.output)
         else:
             drawn = plot_runs(args.run_dirs, args.output)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from pong import plot
@@ -81,3 +82,36 @@ def test_a_run_given_twice_is_one_line(tmp_path, capsys) -> None:
     assert plot.main([str(tmp_path), f"{tmp_path}/.", "--output", str(tmp_path / "x.png")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert not (tmp_path / "x.png").exists()
+
+
+def test_weights_draws_the_policy_s_w1_beside_a_file_or_in_a_run_dir(tmp_path, capsys) -> None:
+    from PIL import Image
+
+    from pong.checkpoint import FILENAME, load, save
+    from pong.weights import picture
+    from tests.test_checkpoint import make_checkpoint
+
+    run = tmp_path / "run"
+    run.mkdir()
+    save(run / FILENAME, make_checkpoint())
+    assert plot.main(["--weights", str(run)]) == 0
+    assert capsys.readouterr().out == f"{run / 'weights.png'}\n"
+    drawn = np.asarray(Image.open(run / "weights.png"))
+    np.testing.assert_array_equal(drawn, picture(load(run).weights["W1"]))
+    assert plot.main(["--weights", str(run / FILENAME)]) == 0
+    assert (run / "checkpoint-weights.png").read_bytes() == (run / "weights.png").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [([], "give either run directories or --weights PATH"), (["--weights", "{tmp}"], "no such")],
+)
+def test_weights_mistakes_are_one_line(argv, message, tmp_path, capsys) -> None:
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    try:
+        code = plot.main(argv)
+    except SystemExit as e:
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith("python -m pong.plot: error:") and message in err
