@@ -202,9 +202,9 @@ class Watchdog:
 
 def _hush_ray() -> None:
     """Ray's own account of its death would bury the driver's one line: its C++ threads log
-    each failed call on file descriptor 2, and it relays the dead raylet's last log lines.
-    From now on these go nowhere, and this program's own lines (``sys.stderr``) to a
-    copy of descriptor 2."""
+    each failed call on file descriptor 2, and it relays the dead raylet's last log lines
+    to stdout (those may come first). From now on these go nowhere, and this program's
+    own lines (``sys.stderr``) to a copy of descriptor 2."""
     with contextlib.suppress(AttributeError, ImportError):
         from ray._private import worker  # private: its log and error relay
 
