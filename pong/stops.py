@@ -3,21 +3,30 @@
 ``signals_stop`` turns the first SIGINT, SIGTERM or SIGHUP into
 ``KeyboardInterrupt``; later ones are only counted, so that an impatient
 second Ctrl-C cannot cut short the final checkpoint or Ray's shutdown.
-``stop_for`` lets another thread stop the run the same way, for a reason the
-main thread then reads with ``stopped_for`` (``pong.watchdog``: the local Ray
-died). ``held_back`` marks the steps that must happen together (apply an
-update, count it, record it): a stop that arrives inside waits until they are
-done. ``finishing`` says the run is ending anyway: later stops are only counted.
+``stop_for`` lets another thread, or a probe that ``on_child_exit`` runs when
+a child process ends, stop the run the same way, for a reason the main thread
+then reads with ``stopped_for`` (``pong.watchdog``: the local Ray died).
+``held_back`` marks the steps that must happen together (apply an update,
+count it, record it): a stop that arrives inside waits until they are done.
+``finishing`` says the run is ending anyway: later stops are only counted.
 """
 
 from __future__ import annotations
 
 import _thread
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["STOPS", "finishing", "held_back", "signals_stop", "stop_for", "stopped_for"]
+__all__ = [
+    "STOPS",
+    "finishing",
+    "held_back",
+    "on_child_exit",
+    "signals_stop",
+    "stop_for",
+    "stopped_for",
+]
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill/ray job stop, a lost terminal
 # What ``stop_for`` raises in the main thread (as a flag, not sent to the process): a
@@ -36,13 +45,17 @@ class _Stops:
         self.stopping = False  # a stop was taken (or the run is ending): later ones are counted
         self.holding = 0  # nested held_back sections
         self.waiting = False
+        self.probes: list[Callable[[], object]] = []  # see on_child_exit
 
     def interrupt(self, signum: int, frame: object) -> None:
         self.received.append(signal.Signals(signum))
         self.stop(self.received[-1])
 
     def wake(self, signum: int, frame: object) -> None:
-        if self.cause is not None:  # else a child process of ours ended: not a stop
+        if self.cause is None:  # a child process of ours ended: one that stops the run?
+            for probe in self.probes:
+                probe()  # may call stop_for
+        if self.cause is not None:
             self.stop(self.cause)
 
     def stop(self, reason: signal.Signals | Exception) -> None:
@@ -92,6 +105,14 @@ def stop_for(cause: Exception) -> None:
         return
     stops.cause = cause
     _thread.interrupt_main(WAKE)  # runs stops.wake in the main thread, as a signal would
+
+
+def on_child_exit(probe: Callable[[], object]) -> None:
+    """Call ``probe`` in the main thread whenever a child process of this one ends (SIGCHLD),
+    while the handlers are installed; it may call ``stop_for``. Sooner than a thread that
+    waits for the child: no other thread need run first."""
+    if _active is not None:
+        _active.probes.append(probe)
 
 
 def stopped_for() -> Exception | None:

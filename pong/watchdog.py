@@ -41,7 +41,7 @@ import ray
 from pong import guard
 from pong.cluster import ClusterError
 from pong.guard import ENDED, SAID, end_session, ended
-from pong.stops import stop_for
+from pong.stops import on_child_exit, stop_for
 
 __all__ = ["RayDiedError", "Watchdog"]
 
@@ -75,7 +75,7 @@ class Watchdog:
         self.session_dir = session_dir
         self.died: RayDiedError | None = None  # what died, once something has
         self.guard: subprocess.Popen | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # also taken by _probe, in a signal handler
         self._off = False
         self._wake_r, self._wake_w = os.pipe()  # written by shut_down: the thread ends
         self._thread = threading.Thread(target=self._watch, name="ray-watchdog", daemon=True)
@@ -107,6 +107,7 @@ class Watchdog:
     def start(self, checkpoint: Path) -> None:
         """Watch, and start the guard (``pong/guard.py``, ``python -I``: no Ray, no site),
         for a run that saves to ``checkpoint``."""
+        on_child_exit(self._probe)  # the raylet and GCS are this process's children
         self._thread.start()
         orders = {
             "driver": os.getpid(),
@@ -150,9 +151,17 @@ class Watchdog:
             for fd in fds:
                 os.close(fd)
 
+    def _probe(self) -> None:
+        """In the main thread, when a child process has ended: was it a watched one? (Its
+        SIGCHLD can stop the run before the watching thread gets to run, on a busy machine.)"""
+        for name, pid in self.watched.items():
+            if ended(pid):
+                self._fire(name)
+                return
+
     def _fire(self, name: str) -> None:
         with self._lock:
-            if self._off:  # the driver is shutting Ray down itself
+            if self._off or self.died is not None:  # shutting Ray down on purpose, or done
                 return
             _hush_ray()
             what = f"the local Ray's {WATCHED[name]} (pid {self.watched[name]}) died"
@@ -202,9 +211,9 @@ class Watchdog:
 
 def _hush_ray() -> None:
     """Ray's own account of its death would bury the driver's one line: its C++ threads log
-    each failed call on file descriptor 2, and it relays the dead raylet's last log lines.
-    From now on these go nowhere, and this program's own lines (``sys.stderr``) to a
-    copy of descriptor 2."""
+    each failed call on file descriptor 2, and it relays the dead raylet's last log lines
+    to stdout (those may come first). From now on these go nowhere, and this program's
+    own lines (``sys.stderr``) to a copy of descriptor 2."""
     with contextlib.suppress(AttributeError, ImportError):
         from ray._private import worker  # private: its log and error relay
 

@@ -4,7 +4,6 @@ raylet and GCS of the driver's own Ray."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -155,7 +154,6 @@ def test_when_its_own_ray_dies_the_driver_stops_saved_with_one_line_and_ends_tha
     )
     assert load(run).iteration == printed[-1]  # every update it printed, none it did not
     assert out.read_text().splitlines()[-1].startswith(f"Done: {printed[-1]} updates")
-    assert not re.search(r"Raylet is terminated", out.read_text())  # Ray's dump is not relayed
     assert left == [], "processes of the driver's Ray outlived it"
 
 
