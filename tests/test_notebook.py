@@ -19,24 +19,26 @@ nbclient = pytest.importorskip("nbclient", reason="pip install -e '.[notebook]'"
 
 pytestmark = [pytest.mark.ray, pytest.mark.ale]
 
-NOTEBOOK = ROOT / "notebooks" / "learn_pong.ipynb"
+NOTEBOOK = ROOT / "notebooks" / "learn_pong.ipynb"  # notebooks/execute.py saves its outputs
 ADDRESS = re.compile(r" at 0x[0-9a-f]+")  # object addresses differ from run to run
 
 
 def texts(cell) -> list[tuple[str, str]]:
-    """A code cell's outputs as (kind, text); images as their kind alone."""
+    """A code cell's outputs as (kind, text): its streams joined (the kernel may cut them
+    anywhere), then each other output, an image as its kind alone."""
+    streams = {"stdout": "", "stderr": ""}
     shown = []
     for output in cell.get("outputs", []):
         if output["output_type"] == "stream":
-            shown.append((output["name"], ADDRESS.sub("", output["text"])))
-        else:
-            data = output.get("data", {})
-            kinds = sorted(k for k in data if k.startswith("image/"))
-            if kinds:
-                shown.append(("image", ",".join(kinds)))
-            elif "text/plain" in data:
-                shown.append(("text", ADDRESS.sub("", data["text/plain"])))
-    return shown
+            streams[output["name"]] += ADDRESS.sub("", output["text"])
+            continue
+        data = output.get("data", {})
+        kinds = sorted(k for k in data if k.startswith("image/"))
+        if kinds:
+            shown.append(("image", ",".join(kinds)))
+        elif "text/plain" in data:
+            shown.append(("text", ADDRESS.sub("", data["text/plain"])))
+    return [(name, text) for name, text in streams.items() if text] + shown
 
 
 def test_the_notebook_runs_and_its_outputs_are_current(monkeypatch) -> None:
@@ -54,5 +56,4 @@ def test_the_notebook_runs_and_its_outputs_are_current(monkeypatch) -> None:
             assert [kind for kind, _ in texts(old)] == [kind for kind, _ in texts(new)], number
         else:
             assert texts(old) == texts(new), f"code cell {number}'s committed output is stale"
-    assert all(texts(old) for old, _ in code), "a code cell was committed without its output"
     assert NOTEBOOK.stat().st_size < 1_000_000  # readable on GitHub
