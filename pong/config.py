@@ -120,7 +120,10 @@ class Config:
     """What a run is: fixed for its life, stored in its checkpoint."""
 
     batch_size: int = setting(
-        10, positive_int, "N", "episodes per update; also the number of RolloutWorker actors"
+        10,
+        positive_int,
+        "N",
+        "games per update; the RolloutWorker actors are one per CPU, at most this many",
     )
     env: str = setting(
         "ALE/Pong-v5",
