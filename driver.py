@@ -108,6 +108,7 @@ def prepare(args: argparse.Namespace, options: Options) -> Run:
         run = Run.resume(options.resume, given(args, Config), options.checkpoint_every)
     else:
         run = Run.start(options.run_dir, fill(args, Config), options.checkpoint_every)
+    run.watch_every = options.watch_every
     try:
         check_env(run.config.env)
     except ValueError as e:  # a resumed run's env comes from its checkpoint, maybe hand-edited

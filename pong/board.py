@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tensorboardX.proto.event_pb2 import Event, SessionLog
+from tensorboardX.proto.summary_pb2 import Summary
 from tensorboardX.record_writer import masked_crc32c
 from tensorboardX.summary import scalar
 
@@ -69,6 +70,16 @@ class Board:
         self._scalar("charts/update_seconds", update.seconds, trainer.steps)
         self._file.flush()
         os.fsync(self._file.fileno())
+
+    def image(self, tag: str, encoded: bytes, shape: tuple[int, int], step: int) -> None:
+        """A PNG or GIF (TensorBoard animates a GIF) under ``tag`` at ``step``, flushed."""
+        height, width = shape
+        picture = Summary.Image(
+            height=height, width=width, colorspace=1, encoded_image_string=encoded
+        )
+        summary = Summary(value=[Summary.Value(tag=tag, image=picture)])
+        self._write(Event(wall_time=time.time(), step=step, summary=summary))
+        self._file.flush()
 
     def close(self) -> None:
         self._file.close()

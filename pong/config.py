@@ -208,6 +208,13 @@ class Options:
     checkpoint_every: int = setting(
         10, positive_int, "N", "save a checkpoint every N updates (and always at the end)"
     )
+    watch_every: int = setting(
+        100,
+        non_negative_int,
+        "N",
+        "every N updates, draw the weights and play a game of the current policy, into"
+        " TensorBoard's Images and RUN_DIR/watch/ (0: never)",
+    )
     resume: Path | None = setting(
         None,
         path,

@@ -16,16 +16,18 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from pong import snapshot
 from pong.board import EVENTS, Board
 from pong.checkpoint import FILENAME, Checkpoint, CheckpointError, load, save
 from pong.config import Config, fresh_seed
 from pong.errors import UsageError, writing
-from pong.files import open_regular
+from pong.files import atomic_write, open_regular
 from pong.metrics import EPISODES, UPDATES, MetricsLog
 from pong.train import Trainer, Update
 
 __all__ = ["JOB_CONFIG", "JOB_RUNS", "Run", "in_ray_job", "lock"]
 
+WATCH = "watch"  # the pictures and games of --watch-every
 LOCK = ".lock"  # held by the driver that owns the run directory, for as long as it lives
 JOB_RUNS = "~/ray_results/pong"  # a Ray job's runs: where Ray's own libraries keep theirs
 JOB_CONFIG = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray's job supervisor for its entrypoint
@@ -80,6 +82,7 @@ class Run:
         self.config = config
         self.saved = saved  # the checkpoint this run resumes from (None: a new run)
         self.checkpoint_every = checkpoint_every
+        self.watch_every = 0  # updates between snapshots (pong.snapshot); 0: none
         self.checkpoint_path = directory / FILENAME
         self.metrics: MetricsLog | None = None  # opened with the first update's rows
         self.board: Board | None = None  # TensorBoard's events, opened with them too
@@ -189,6 +192,24 @@ class Run:
             self.board.record(update, trainer)
         if trainer.iteration % self.checkpoint_every == 0:
             self.save(trainer)
+        if self.watch_every and trainer.iteration % self.watch_every == 0:
+            self.watch(trainer)
+
+    def watch(self, trainer: Trainer) -> None:
+        """The weights and a game of ``trainer``'s policy, into TensorBoard and ``watch/``."""
+        shot = snapshot.take(trainer.model, self.config.env, seed=trainer.iteration)
+        watched = self.directory / WATCH
+        n = trainer.iteration
+        with writing(watched, "no picture or game of this update was kept"):
+            watched.mkdir(exist_ok=True)
+            for name, data in (
+                (f"weights-{n:06d}.png", shot.weights_png),
+                (f"game-{n:06d}.gif", shot.game_gif),
+            ):
+                with atomic_write(watched / name) as f:
+                    f.write(data)
+            self.board.image("watch/weights", shot.weights_png, shot.weights_shape, trainer.steps)
+            self.board.image("watch/game", shot.game_gif, shot.game_shape, trainer.steps)
 
     def save(self, trainer: Trainer) -> None:
         """Save ``trainer``'s state; on failure the previous checkpoint stays as it was."""
