@@ -52,4 +52,3 @@ def picture(W1: np.ndarray, columns: int = COLUMNS) -> np.ndarray:
         r, c = divmod(i, columns)
         canvas[r * step : r * step + SIDE, c * step : c * step + SIDE] = image
     return np.round(127.5 + 127.5 * canvas).clip(0, 255).astype(np.uint8)
-

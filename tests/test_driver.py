@@ -17,6 +17,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import driver
+from pong import report
 from pong.checkpoint import load
 from tests.helpers import (
     BATCH_LINE,
@@ -293,8 +294,8 @@ def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, times, tmp_path)
 
 def test_the_resume_hint_is_a_command_that_works_from_here(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    assert driver.pasteable(tmp_path / "runs" / "a b") == "'runs/a b'"  # quoted, relative
-    assert driver.pasteable(driver.__file__) == os.path.abspath(driver.__file__)  # outside: whole
+    assert report.pasteable(tmp_path / "runs" / "a b") == "'runs/a b'"  # quoted, relative
+    assert report.pasteable(driver.__file__) == os.path.abspath(driver.__file__)  # outside: whole
 
 
 AWKWARD = [
@@ -324,7 +325,7 @@ def farewell_of(directory: Path) -> str:
     trainer = SimpleNamespace(
         iteration=3, best_running_reward=-20.5, episodes=6, running_reward=-20.5
     )
-    return driver.farewell(run, trainer, first=0)
+    return report.farewell(run, trainer, first=0, script=driver.__file__)
 
 
 def resume_command(done: str) -> str:
@@ -341,7 +342,7 @@ def test_the_printed_resume_command_works_as_pasted_in_bash(name, tmp_path, monk
     done = farewell_of(Path(name))
     assert "\n" not in done and done.isprintable()  # one line, whatever the name
     command = resume_command(done)
-    python = driver.pasteable(sys.executable)
+    python = report.pasteable(sys.executable)
     assert command.startswith(f"{python} ")
     # The same command, with printf in place of Python: the words bash hands the program.
     stub = "printf '%s\\0'" + command[len(python) :]

@@ -1,0 +1,151 @@
+"""What the driver prints: where a run trains, one line per update, and its last line.
+
+The last line ends with the command that continues the run, written so that it
+works as pasted into bash or zsh whatever the run directory is called.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+
+import ray
+
+from pong.cluster import joined
+from pong.config import Options
+from pong.run import JOB_CONFIG, Run, in_ray_job
+from pong.train import Trainer, Update
+
+__all__ = [
+    "announce",
+    "batch_line",
+    "farewell",
+    "kept",
+    "pasteable",
+    "printable",
+    "reached",
+    "shell_word",
+    "started",
+]
+
+
+def reached(running_reward: float | None, until_mean: float | None) -> bool:
+    """Whether ``--until-mean`` stops the run at this running mean."""
+    return until_mean is not None and running_reward is not None and running_reward > until_mean
+
+
+def announce(run: Run, options: Options, where: str) -> None:
+    """The first lines: where the run trains, with what settings, where its files go."""
+    config, iterations = run.config, options.iterations
+    stops = [f"{iterations} update{'s' * (iterations != 1)}"] if iterations else []
+    if options.until_mean is not None:
+        stops.append(f"until the running mean is above {options.until_mean:g}")
+    until = " or ".join(stops) or ("until `ray job stop`" if in_ray_job() else "until Ctrl-C")
+    print(
+        f"Running on {where}: batch size {config.batch_size}, env {config.env},"
+        f" seed {config.seed}, learning rate {config.learning_rate:g}, {until}",
+        flush=True,
+    )
+    resumed = f"; resuming after update {run.saved.iteration}" if run.saved else ""
+    print(
+        f"Run directory: {run.directory} (checkpoint every {run.checkpoint_every} updates,"
+        f" metrics in updates.csv, episodes.csv and TensorBoard event files){resumed}",
+        flush=True,
+    )
+
+
+def started(trainer: Trainer) -> str:
+    """The line that says how many workers started where."""
+    counts = list(trainer.games.placement().values())
+    return (
+        f"Started {sum(counts)} RolloutWorker actor{'s' * (sum(counts) != 1)} on"
+        f" {len(counts)} node{'s' * (len(counts) != 1)} ({' + '.join(map(str, counts))}),"
+        " one per CPU: each plays the update's next game as it finishes one"
+    )
+
+
+def batch_line(update: Update, trainer: Trainer) -> str:
+    """One update's line: games, steps, seconds, speed and the running mean."""
+    return (
+        f"Batch {update.iteration} computed {update.rollouts} rollouts"
+        f" ({update.steps} steps) in {update.seconds:.2f} seconds"
+        f" ({update.steps_per_second:.0f} steps/s), running mean is"
+        f" {trainer.running_reward:.2f}"
+    )
+
+
+def farewell(
+    run: Run,
+    trainer: Trainer,
+    first: int,
+    address: str | None = None,
+    until_mean: float | None = None,
+    script: str = "driver.py",
+) -> str:
+    """The last line: what the run did and, once it has saved, how to continue it
+    (with ``script``, the driver's path, in the command)."""
+    n, best = trainer.iteration, trainer.best_running_reward
+    line = (
+        f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.episodes}"
+        f" episodes, best running mean {'-' if best is None else f'{best:.2f}'}"
+    )
+    checkpoint = printable(run.checkpoint_path)
+    if reached(trainer.running_reward, until_mean):
+        return f"{line}; the running mean is above {until_mean:g}; checkpoint: {checkpoint}"
+    goal = "" if until_mean is None else f" --until-mean={until_mean:g}"  # the same goal again
+    if not run.checkpoint_path.exists():
+        return f"{line}; no update finished, so nothing was saved"
+    cluster = joined(address) if ray.is_initialized() else address  # the same cluster again
+    if in_ray_job():  # submitted as a job: continue it as one, with the same packages
+        job = json.loads(os.environ[JOB_CONFIG]).get("runtime_env") or {}
+        pip = " --runtime-env runtime_env.yaml" if "pip" in job else ""
+        again = (
+            f"ray job submit --address {cluster} --working-dir .{pip} -- python driver.py"
+            f" --resume {shell_word(str(run.directory))}{goal}"  # absolute: no leading -
+        )
+    else:
+        where = f" --address={shell_word(cluster)}" if cluster else ""
+        again = (
+            f"{pasteable(sys.executable)} {pasteable(script)}{where}"
+            f" --resume {pasteable(run.directory)}{goal}"
+        )
+    return f"{line}; checkpoint: {checkpoint} (continue with: {again})"
+
+
+def pasteable(path: str | os.PathLike) -> str:
+    """``path`` for a command to paste here: relative inside the current directory (``./``
+    first where it would start with ``-`` and be read as a flag), quoted for the shell."""
+    relative = os.path.relpath(path)
+    if relative.startswith("-"):
+        relative = os.path.join(".", relative)
+    return shell_word(os.path.abspath(path) if relative.startswith("..") else relative)
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word for bash or zsh, on one line: quoted as ``shlex.quote`` does, or,
+    where it holds a newline or another character that does not print, as ``$'...'`` with
+    that character's bytes escaped."""
+    if text.isprintable():
+        return shlex.quote(text)
+    escaped = "".join(
+        c.replace("\\", "\\\\").replace("'", "\\'")
+        if c.isprintable()
+        else "".join(f"\\x{b:02x}" for b in c.encode("utf-8", "surrogateescape"))
+        for c in text
+    )
+    return f"$'{escaped}'"
+
+
+def printable(path: str | os.PathLike) -> str:
+    """``path`` to show in a line: as it is, unless it holds a character that does not print."""
+    return str(path) if str(path).isprintable() else shell_word(str(path))
+
+
+def kept(run: Run | None) -> str:
+    """What a run that stopped on an error kept: its last checkpoint, or nothing."""
+    if run is not None and run.checkpoint_path.exists():
+        where = printable(run.checkpoint_path)
+        return f"the last finished update ({run.saved_at}) is saved in {where}"
+    return "no update had finished, so nothing was saved"
