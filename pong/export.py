@@ -31,7 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.output.parent.is_dir():
         parser.error(f"argument output: no such directory {args.output.parent}")
     if os.path.lexists(args.output):  # said before the loading; save_policy makes sure
-        parser.error(f"argument output: {args.output} exists; choose a new name")
+        parser.exit(
+            2, f"{parser.prog}: error: argument output: {args.output} exists; choose a new name\n"
+        )
     try:
         checkpoint = load(args.checkpoint, policy=True)
     except CheckpointError as e:
