@@ -122,7 +122,8 @@ def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> No
     lines = proc.stdout.splitlines()
     assert lines[0].startswith(f"Running on the Ray cluster at {address} (2 nodes, 2 CPUs)")
     # One worker per CPU of the cluster; SPREAD is best effort (1 + 1, or 2 on one node).
-    assert re.match(r"Started 2 RolloutWorker actors on (2 nodes \(1 \+ 1\)|1 node \(2\))", lines[2])
+    placed = r"Started 2 RolloutWorker actors on (2 nodes \(1 \+ 1\)|1 node \(2\))"
+    assert re.match(placed, lines[2]), lines[2]
     assert sum(bool(BATCH_LINE.match(line)) for line in lines) == 2, proc.stdout
     assert f"--address={address} --resume " in lines[-1]  # the resume hint joins it again
 
