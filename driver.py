@@ -173,20 +173,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             finally:
                 run.close()  # gives the directory up, also when Ray could not start
         except PongError as e:
-            if watchdog is not None:  # its Ray may have died meanwhile
-                watchdog.hold(e.__traceback__)
+            finishing()  # from here on a stop (the watchdog's, say) is only counted
+            died = watchdog.check() if watchdog is not None else None
+            if died is not None:  # the local Ray died; Ray's own error may have come first
+                watchdog.hold(e)  # its frames may hold the dead Ray's objects
+            if died is not None and isinstance(e, ClusterError):  # lost contact, say: that is why
+                print(f"{PROG}: error: {died}; {kept(run)}", file=sys.stderr, flush=True)
+                return died.exit_code
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return e.exit_code
         except BrokenPipeError:  # `driver.py | head`: nobody reads any more, so stop as `yes` does
+            finishing()
             print(f"{PROG}: stopped: its output was closed", file=sys.stderr, flush=True)
             return output_closed()
         except OSError as e:  # a file or socket the checks before could not foresee
+            finishing()
             where = f"{e.filename}: " if e.filename else ""
             print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)
             return 1
         except KeyboardInterrupt as stopped:
+            finishing()
             if watchdog is not None:  # the frames it stopped may hold the dead Ray's objects
-                watchdog.hold(stopped.__traceback__)
+                watchdog.hold(stopped)
             cause = stopped_for()  # the local Ray died (pong.watchdog)
             if isinstance(cause, PongError):
                 print(f"{PROG}: error: {cause}; {kept(run)}", file=sys.stderr, flush=True)

@@ -3,7 +3,7 @@
 ``signals_stop`` turns the first SIGINT, SIGTERM or SIGHUP into
 ``KeyboardInterrupt``; later ones are only counted, so that an impatient
 second Ctrl-C cannot cut short the final checkpoint or Ray's shutdown.
-``stop_for`` lets another thread, or a probe that ``on_child_exit`` runs when
+``stop_for`` lets another thread, or a probe that ``watch_children`` runs when
 a child process ends, stop the run the same way, for a reason the main thread
 then reads with ``stopped_for`` (``pong.watchdog``: the local Ray died).
 ``held_back`` marks the steps that must happen together (apply an update,
@@ -22,15 +22,16 @@ __all__ = [
     "STOPS",
     "finishing",
     "held_back",
-    "on_child_exit",
+    "forget_children",
     "signals_stop",
     "stop_for",
     "stopped_for",
+    "watch_children",
 ]
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill/ray job stop, a lost terminal
-# What ``stop_for`` raises in the main thread (as a flag, not sent to the process): a
-# signal whose default is to do nothing, so one that comes late or from elsewhere is harmless.
+# A child process ended (watch_children); also what stop_for raises in the main thread (as a
+# flag, not sent): its default is to do nothing, so one that comes late is harmless.
 WAKE = signal.SIGCHLD
 
 
@@ -45,7 +46,8 @@ class _Stops:
         self.stopping = False  # a stop was taken (or the run is ending): later ones are counted
         self.holding = 0  # nested held_back sections
         self.waiting = False
-        self.probes: list[Callable[[], object]] = []  # see on_child_exit
+        self.probes: list[Callable[[], object]] = []  # see watch_children
+        self.unwatched: object = None  # WAKE's handler before watch_children
 
     def interrupt(self, signum: int, frame: object) -> None:
         self.received.append(signal.Signals(signum))
@@ -82,12 +84,11 @@ def signals_stop() -> Iterator[list[signal.Signals]]:
     stops = _Stops()
     sigs = [s for s in STOPS if s != signal.SIGHUP or signal.getsignal(s) != signal.SIG_IGN]
     previous = {sig: signal.signal(sig, stops.interrupt) for sig in sigs}
-    previous[WAKE] = signal.signal(WAKE, stops.wake)
-    signal.siginterrupt(WAKE, False)  # a child that ends interrupts no system call
     _active = stops
     try:
         yield stops.received
     finally:
+        forget_children()
         _active = None
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -98,7 +99,7 @@ def stop_for(cause: Exception) -> None:
 
     The main thread gets ``KeyboardInterrupt`` (after a held-back section, if in
     one) and finds ``cause`` in ``stopped_for()``. Nothing happens when a stop
-    was already taken or no handlers of ours are installed.
+    was already taken, or unless ``watch_children`` is in force.
     """
     stops = _active
     if stops is None or stops.stopping or stops.cause is not None:
@@ -107,12 +108,30 @@ def stop_for(cause: Exception) -> None:
     _thread.interrupt_main(WAKE)  # runs stops.wake in the main thread, as a signal would
 
 
-def on_child_exit(probe: Callable[[], object]) -> None:
-    """Call ``probe`` in the main thread whenever a child process of this one ends (SIGCHLD),
-    while the handlers are installed; it may call ``stop_for``. Sooner than a thread that
-    waits for the child: no other thread need run first."""
-    if _active is not None:
-        _active.probes.append(probe)
+def watch_children(probe: Callable[[], object]) -> None:
+    """From the main thread: until ``forget_children`` (or the handlers' end), call ``probe``
+    in the main thread whenever a child process of this one ends (SIGCHLD), and let
+    ``stop_for`` stop the run; ``probe`` may call ``stop_for``. Sooner than a thread that
+    waits for the child: no other thread need run first.
+
+    Only for as long as it matters: while a SIGCHLD handler is in place, a child's end can
+    interrupt system calls of every thread, Ray's too (those that restart, restart).
+    """
+    stops = _active
+    if stops is None:
+        return
+    if not stops.probes:
+        stops.unwatched = signal.signal(WAKE, stops.wake)
+        signal.siginterrupt(WAKE, False)
+    stops.probes.append(probe)
+
+
+def forget_children() -> None:
+    """From the main thread: end ``watch_children`` (before children end on purpose)."""
+    stops = _active
+    if stops is not None and stops.probes:
+        signal.signal(WAKE, stops.unwatched)
+        stops.probes.clear()
 
 
 def stopped_for() -> Exception | None:

@@ -41,7 +41,7 @@ import ray
 from pong import guard
 from pong.cluster import ClusterError
 from pong.guard import ENDED, SAID, end_session, ended
-from pong.stops import on_child_exit, stop_for
+from pong.stops import forget_children, stop_for, watch_children
 
 __all__ = ["RayDiedError", "Watchdog"]
 
@@ -107,7 +107,7 @@ class Watchdog:
     def start(self, checkpoint: Path) -> None:
         """Watch, and start the guard (``pong/guard.py``, ``python -I``: no Ray, no site),
         for a run that saves to ``checkpoint``."""
-        on_child_exit(self._probe)  # the raylet and GCS are this process's children
+        watch_children(self._probe)  # the raylet and GCS are this process's children
         self._thread.start()
         orders = {
             "driver": os.getpid(),
@@ -159,7 +159,7 @@ class Watchdog:
                 self._fire(name)
                 return
 
-    def _fire(self, name: str) -> None:
+    def _fire(self, name: str, stop: bool = True) -> None:
         with self._lock:
             if self._off or self.died is not None:  # shutting Ray down on purpose, or done
                 return
@@ -167,13 +167,21 @@ class Watchdog:
             what = f"the local Ray's {WATCHED[name]} (pid {self.watched[name]}) died"
             self.died = RayDiedError(what)
             Watchdog.fired = True
-            stop_for(self.died)
+            if stop:
+                stop_for(self.died)
+
+    def check(self) -> RayDiedError | None:
+        """What died, looking now (Ray may have raised its own error first); no stop."""
+        for name, pid in self.watched.items():
+            if self.died is None and ended(pid):
+                self._fire(name, stop=False)
+        return self.died
 
     def hold(self, thing: object) -> None:
-        """Once Ray has died, keep ``thing`` alive until the process ends: say, a traceback
-        whose frames hold arrays read from the object store. Releasing one writes to the
-        dead raylet, and for that Ray's own code ends the process at once."""
-        if self.died is not None:
+        """Once Ray has died, keep ``thing`` alive until the process ends: say, an exception
+        whose traceback's frames hold arrays read from the object store. Releasing one
+        writes to the dead raylet, and for that Ray's own code ends the process at once."""
+        if self.check() is not None:
             Watchdog.held.append(thing)
 
     def shut_down(self) -> None:
@@ -183,6 +191,7 @@ class Watchdog:
         The driver has said how it stopped: should Ray end it now, the guard only ends
         that Ray."""
         self._tell_guard(SAID)
+        forget_children()
         with self._lock:
             self._off = True  # from here on, its processes end on purpose
         with contextlib.suppress(OSError):

@@ -1,4 +1,4 @@
-"""How a stop reaches the main thread from elsewhere: pong.stops.stop_for and on_child_exit,
+"""How a stop reaches the main thread from elsewhere: pong.stops.stop_for and watch_children,
 the routes pong.watchdog takes when the local Ray dies. No Ray."""
 
 from __future__ import annotations
@@ -12,19 +12,32 @@ import time
 import pytest
 
 from pong.errors import PongError
-from pong.stops import finishing, held_back, on_child_exit, signals_stop, stop_for, stopped_for
+from pong.stops import (
+    finishing,
+    forget_children,
+    held_back,
+    signals_stop,
+    stop_for,
+    stopped_for,
+    watch_children,
+)
 from pong.watchdog import RayDiedError
 
 
 def settle() -> None:
     """Give a pending handler its chance in the main thread."""
-    for _ in range(100):
+    for _ in range(50):
         time.sleep(0.01)
+
+
+def no_probe() -> None:
+    pass
 
 
 def test_stop_for_from_a_thread_stops_the_main_thread_with_its_cause() -> None:
     cause = RayDiedError("the local Ray's raylet (pid 1) died")
     with pytest.raises(KeyboardInterrupt), signals_stop() as received:
+        watch_children(no_probe)
         try:
             threading.Thread(target=stop_for, args=(cause,)).start()
             settle()
@@ -36,6 +49,7 @@ def test_stop_for_from_a_thread_stops_the_main_thread_with_its_cause() -> None:
 def test_stop_for_inside_a_held_back_block_waits_for_its_end() -> None:
     done = []
     with pytest.raises(KeyboardInterrupt), signals_stop():
+        watch_children(no_probe)
         with held_back():
             threading.Thread(target=stop_for, args=(RayDiedError("x"),)).start()
             settle()
@@ -46,6 +60,7 @@ def test_stop_for_inside_a_held_back_block_waits_for_its_end() -> None:
 
 def test_a_signal_before_stop_for_is_what_stopped_the_run() -> None:
     with pytest.raises(KeyboardInterrupt), signals_stop() as received:
+        watch_children(no_probe)
         try:
             signal.raise_signal(signal.SIGTERM)
         finally:
@@ -66,7 +81,7 @@ def test_a_child_that_ends_stops_the_run_when_its_probe_says_so() -> None:
 
     try:
         with pytest.raises(KeyboardInterrupt), signals_stop():
-            on_child_exit(probe)
+            watch_children(probe)
             try:
                 child.kill()  # its SIGCHLD runs the probe in this thread
                 settle()
@@ -78,16 +93,25 @@ def test_a_child_that_ends_stops_the_run_when_its_probe_says_so() -> None:
         child.wait()
 
 
-def test_a_child_that_ends_without_a_cause_does_not_stop_the_run() -> None:
+def test_children_are_watched_only_between_watch_and_forget() -> None:
+    assert signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL
     with signals_stop() as received:
-        on_child_exit(lambda: None)
-        subprocess.run([sys.executable, "-c", "pass"], check=True)  # a SIGCHLD
+        assert signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL  # no EINTR for Ray to meet
+        watch_children(no_probe)
+        assert signal.getsignal(signal.SIGCHLD) != signal.SIG_DFL
+        subprocess.run([sys.executable, "-c", "pass"], check=True)  # a SIGCHLD, no cause
+        settle()
+        forget_children()  # as before Ray's shutdown ends the children on purpose
+        assert signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL
+        stop_for(RayDiedError("x"))  # nothing to wake the main thread with
         settle()
     assert received == []
+    assert signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL
 
 
 def test_a_stop_for_once_the_run_is_finishing_does_nothing() -> None:
     with signals_stop():
+        watch_children(no_probe)
         finishing()
         threading.Thread(target=stop_for, args=(RayDiedError("x"),)).start()
         settle()
