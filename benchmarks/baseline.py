@@ -24,7 +24,7 @@ import ray
 from pong.env import make_env
 from pong.model import Model, zeros_like_weights
 from pong.rollout import episode_gradient_dense, rollout_dense
-from pong.worker import Result, game_seed
+from pong.worker import Result, game_randomness, game_seed
 
 
 class DenseGrad(NamedTuple):
@@ -44,8 +44,7 @@ class DenseRolloutWorker:
         self.env = make_env(env_id)
 
     def compute_gradient(self, model: Model, seed: np.random.SeedSequence) -> Result:
-        actions_seed, env_seed = seed.spawn(2)  # as RolloutWorker seeds a game
-        rng, reset_seed = np.random.default_rng(actions_seed), int(env_seed.generate_state(1)[0])
+        rng, reset_seed = game_randomness(seed)  # as RolloutWorker seeds a game
         episode = rollout_dense(model, self.env, rng, seed=reset_seed)
         grad, note = episode_gradient_dense(model, episode)
         return Result(DenseGrad(grad), float(episode.epr.sum()), len(episode.epr), note)

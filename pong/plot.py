@@ -19,14 +19,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from PIL import Image
-
 from pong.checkpoint import load
 from pong.compare import check_distinct
 from pong.errors import quiet_when_piped
 from pong.files import atomic_write
 from pong.metrics import EPISODES, UPDATES, read_rows
-from pong.weights import picture
+from pong.weights import save_png
 
 __all__ = ["curve", "plot_run", "plot_runs", "plot_weights"]
 
@@ -145,7 +143,7 @@ def plot_weights(path: str | Path, output: str | Path | None = None) -> Path:
             path / "weights.png" if path.is_dir() else path.with_name(f"{path.stem}-weights.png")
         )
     with atomic_write(output) as f:
-        Image.fromarray(picture(W1)).save(f, format="PNG")
+        save_png(W1, f)
     return Path(output)
 
 

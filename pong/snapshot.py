@@ -14,12 +14,11 @@ import io
 from typing import NamedTuple
 
 import numpy as np
-from PIL import Image
 
 from pong.evaluate import FRAME_SECONDS, play_games
 from pong.gif import GifWriter
 from pong.model import Model
-from pong.weights import picture
+from pong.weights import save_png
 
 __all__ = ["Snapshot", "take"]
 
@@ -38,18 +37,17 @@ class Snapshot(NamedTuple):
 
 def take(model: Model, env_id: str, seed: int) -> Snapshot:
     """Draw ``model``'s weights and play one game of ``env_id`` (game seed ``seed``)."""
-    image = picture(model.weights["W1"])
     png = io.BytesIO()
-    Image.fromarray(image).save(png, format="PNG")
+    shape = save_png(model.weights["W1"], png)
     gif_file = io.BytesIO()
     gif = GifWriter(gif_file, FRAME_SECONDS)
-    shape: list[tuple[int, int]] = []
+    frames: list[tuple[int, int]] = []  # the shape of the game's frames
 
     def add(frame: np.ndarray) -> None:
         half = frame[::2, ::2]
-        shape[:] = [half.shape[:2]]
+        frames[:] = [half.shape[:2]]
         gif.add(half)
 
     [(won, lost, steps)] = play_games(model, env_id, 1, seed, on_frame=add)
     gif.close()
-    return Snapshot(png.getvalue(), image.shape, gif_file.getvalue(), shape[0], won, lost, steps)
+    return Snapshot(png.getvalue(), shape, gif_file.getvalue(), frames[0], won, lost, steps)

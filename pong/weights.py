@@ -5,7 +5,7 @@ are it shows what the unit looks for, as in the 2016 post: white where a ball
 or paddle pixel arriving raises the unit's activation, black where it lowers
 it. A fresh network's rows are noise; a trained one's show the ball's paths
 and the paddles' columns. The same picture is drawn by ``python -m pong.plot
---weights`` and into TensorBoard at each checkpoint.
+--weights`` and into TensorBoard every ``--watch-every`` updates.
 
 Example:
     >>> import numpy as np
@@ -15,11 +15,14 @@ Example:
 
 from __future__ import annotations
 
+from typing import IO
+
 import numpy as np
+from PIL import Image
 
 from pong.model import D
 
-__all__ = ["COLUMNS", "SIDE", "picture", "unit_images"]
+__all__ = ["COLUMNS", "SIDE", "picture", "save_png", "unit_images"]
 
 SIDE = 80  # an input is an 80 x 80 image, flattened row by row
 COLUMNS = 20  # units per row of the picture: 200 units make 10 rows
@@ -52,3 +55,10 @@ def picture(W1: np.ndarray, columns: int = COLUMNS) -> np.ndarray:
         r, c = divmod(i, columns)
         canvas[r * step : r * step + SIDE, c * step : c * step + SIDE] = image
     return np.round(127.5 + 127.5 * canvas).clip(0, 255).astype(np.uint8)
+
+
+def save_png(W1: np.ndarray, file: IO[bytes]) -> tuple[int, int]:
+    """Write ``picture(W1)`` to ``file`` as a PNG; its (height, width)."""
+    image = picture(W1)
+    Image.fromarray(image).save(file, format="PNG")
+    return image.shape

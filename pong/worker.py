@@ -20,6 +20,7 @@ __all__ = [
     "WORKER_MEMORY",
     "Result",
     "RolloutWorker",
+    "game_randomness",
     "game_seed",
 ]
 
@@ -87,8 +88,7 @@ class RolloutWorker:
         ``seed`` (see ``game_seed``) seeds the env's reset and the action draws,
         so a game is the same whichever worker plays it (``None``: fresh entropy).
         """
-        actions_seed, env_seed = _children(seed)
-        rng, reset_seed = np.random.default_rng(actions_seed), int(env_seed.generate_state(1)[0])
+        rng, reset_seed = game_randomness(seed)
         episode = rollout(model, self.env, rng, seed=reset_seed)
         grad, note = episode_gradient(model, episode)
         restarted, self.restarted = self.restarted, False
@@ -112,8 +112,17 @@ def game_seed(seed: int, iteration: int, game: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed, spawn_key=(iteration, game))
 
 
-def _children(seed: np.random.SeedSequence | int | None) -> list[np.random.SeedSequence]:
-    """``seed.spawn(2)``, the same each time: ``spawn`` on one object counts its calls."""
+def game_randomness(
+    seed: np.random.SeedSequence | int | None,
+) -> tuple[np.random.Generator, int]:
+    """A game's action draws and its env's reset seed, from the game's ``seed``.
+
+    The two children are ``seed.spawn(2)``'s, made the same way each time
+    (``spawn`` on one object counts its calls).
+    """
     if not isinstance(seed, np.random.SeedSequence):
         seed = np.random.SeedSequence(seed)
-    return [np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)) for k in (0, 1)]
+    actions, env = (
+        np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)) for k in (0, 1)
+    )
+    return np.random.default_rng(actions), int(env.generate_state(1)[0])
