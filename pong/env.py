@@ -6,6 +6,8 @@ import warnings
 
 import gymnasium as gym
 
+from pong.seeded_reset import SeededReset
+
 __all__ = ["DEFAULT_ENV", "PONG_ENVS", "UP", "DOWN", "check_env", "check_id", "make_env"]
 
 DEFAULT_ENV = "ALE/Pong-v5"  # frameskip 4, sticky actions 0.25
@@ -56,6 +58,9 @@ def check_id(env_id: str) -> None:
 def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:
     """Create the env ``env_id``, one of ``PONG_ENVS``.
 
+    An Atari env comes wrapped in ``pong.seeded_reset.SeededReset``: every game is
+    seeded, and its seeded reset then skips reloading the ROM.
+
     Raises:
         ValueError: an id outside ``PONG_ENVS``.
     """
@@ -64,7 +69,10 @@ def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:
     with warnings.catch_warnings():
         # Pong-v0 is the id of the 2016 program; using it on purpose is fine.
         warnings.filterwarnings("ignore", message=".*is out of date", category=DeprecationWarning)
-        return gym.make(env_id)
+        env = gym.make(env_id)
+    from ale_py.env import AtariEnv
+
+    return SeededReset(env) if isinstance(env.unwrapped, AtariEnv) else env
 
 
 def check_env(env_id: str) -> None:

@@ -36,9 +36,10 @@ __all__ = ["AleFrames", "GymFrames", "frames_for"]
 
 UNKNOWN = 2  # table entry of a palette index not yet seen (known ones are 0 or 1)
 
-# Wrappers that ``gym.make`` adds and that only check the API: stepping the
-# emulator underneath them changes nothing a rollout sees.
-PASSIVE_WRAPPERS = ("OrderEnforcing", "PassiveEnvChecker")
+# Wrappers that ``gym.make`` adds and that only check the API, and ``make_env``'s
+# quicker seeded reset (the same state): stepping the emulator underneath them
+# changes nothing a rollout sees.
+PASSIVE_WRAPPERS = ("OrderEnforcing", "PassiveEnvChecker", "SeededReset")
 
 
 class GymFrames:
