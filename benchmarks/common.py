@@ -48,8 +48,9 @@ def ale_episode(env: gym.Env, rng: np.random.Generator, seed: int | None = None)
 def emulator_only(env_id: str, episodes: int, seed: int) -> tuple[int, float]:
     """Emulator-only steps and seconds over ``episodes`` episodes on one env.
 
-    Like a worker, the env is seeded on its first reset only: a seeded reset
-    reloads the ROM (~0.1 s), which a worker pays once, not per episode.
+    The env is seeded on its first reset only; the later resets are unseeded, a
+    few ms, as a worker's seeded ones are once ``pong.seeded_reset`` has checked
+    its quick way (ale-py's own seeded reset reloads the ROM).
     """
     env = make_env(env_id)
     emulator_episode(env, np.random.default_rng(seed), seed)  # the seeded first reset

@@ -13,11 +13,12 @@ position). ``SeededReset`` resets without a seed, then restores the state a
 seeded reset once left, with the generator's words for ``s`` written in, and
 seeds the env's own generator (random frameskips) as ``reset(seed=s)`` does.
 
-It relies on that only once it has seen it hold: its first seeded reset is
-ale-py's, kept as the template; its second is ale-py's too, compared byte for
-byte with what the template gives for that seed. Only if they are equal are
-later seeded resets made the quick way; otherwise (an ale-py that saves its
-state another way) every seeded reset stays ale-py's own.
+It relies on that only once it has seen it hold: its first seeded reset, to
+``s``, is two of ale-py's own, one to another seed whose state becomes the
+template, then one to ``s``, compared byte for byte with what the template
+gives for ``s``. Only if they are equal are later seeded resets made the quick
+way; otherwise (an ale-py that saves its state another way) every seeded reset
+stays ale-py's own.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def mt19937_text(seed: int) -> bytes:
         >>> words[:3], words[-1], len(words)
         ([b'5489', b'1301868182', b'2938499221'], b'624', 625)
     """
-    words = [seed & 0xFFFFFFFF]
+    words = [int(seed) & 0xFFFFFFFF]
     for i in range(1, 624):
         prev = words[-1]
         words.append((1812433253 * (prev ^ (prev >> 30)) + i) & 0xFFFFFFFF)
@@ -94,33 +95,33 @@ class SeededReset(gym.Wrapper):
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        self.template: Template | None = None  # from the first seeded reset
-        self.checked = False  # the template gave the second seeded reset's state exactly
-        self.refused = False  # it did not (or the state was not of the shape expected)
+        self.template: Template | None = None  # another seed's state, cut
+        self.quick: bool | None = None  # the template gave ale-py's state (None: not yet seen)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        if seed is not None and self.checked:
+        if seed is not None and self.quick is None:
+            return self._check(seed, options)
+        if seed is not None and self.quick:
             return self._restore(seed, options)
-        observation, info = self.env.reset(seed=seed, options=options)
-        if seed is not None and not self.refused:
-            self._learn(info)
-        return observation, info
+        return self.env.reset(seed=seed, options=options)
 
-    def _learn(self, info: dict[str, Any]) -> None:
-        """Keep the first seeded reset's state as the template; check it on the second."""
-        seeds = info.get("seeds")
+    def _check(
+        self, seed: int, options: dict[str, Any] | None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """``reset(seed=seed)`` as ale-py does it, after one to another seed for the template;
+        whether the template gives ``seed``'s state decides the later resets."""
         ale = self.env.unwrapped.ale
+        _, info = self.env.reset(seed=seed + 1, options=options)
+        if "seeds" in info:
+            self.template = Template.cut(
+                ale.cloneState(include_rng=True).serialize(), info["seeds"][1]
+            )
+        observation, info = self.env.reset(seed=seed, options=options)
         state = ale.cloneState(include_rng=True).serialize()
-        if seeds is None:
-            self.refused = True
-        elif self.template is None:
-            self.template = Template.cut(state, int(seeds[1]))
-            self.refused = self.template is None
-        else:
-            self.checked = self.template.state(int(seeds[1])) == state
-            self.refused = not self.checked
+        self.quick = self.template is not None and self.template.state(info["seeds"][1]) == state
+        return observation, info
 
     def _restore(
         self, seed: int, options: dict[str, Any] | None
@@ -132,5 +133,5 @@ class SeededReset(gym.Wrapper):
         # The unseeded reset resets what the state does not hold (the last sticky action).
         self.env.reset(options=options)
         seeds = atari.seed_game(seed)  # as reset(seed=...) seeds: random frameskips, ALE's seed
-        atari.ale.restoreState(ale_py.ALEState(self.template.state(int(seeds[1]))))
+        atari.ale.restoreState(ale_py.ALEState(self.template.state(seeds[1])))
         return atari._get_obs(), {**atari._get_info(), "seeds": seeds}
