@@ -1,0 +1,57 @@
+"""One line: steps/s of a checkout's ``Trainer`` at one batch size, to compare commits.
+
+Run, from the root of the checkout to time (a ``git worktree`` of another
+commit, say), with this repository's environment:
+
+    cd ../old && /path/to/pong/.venv/bin/python /path/to/pong/benchmarks/trainer_speed.py 60
+
+A fresh local Ray with all CPUs, seed 0: one warm-up update (the workers
+start), then ``--updates`` timed ones. The same seed plays the same games in
+every commit since games were seeded one by one, so the steps show it. Run
+the commits in turn, several rounds: this machine's speed drifts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+ROOT = os.getcwd()  # the checkout to time, not necessarily this file's
+sys.path.insert(0, ROOT)
+os.environ["PYTHONPATH"] = ROOT  # its workers import the same checkout's pong
+
+import ray  # noqa: E402
+
+from benchmarks.common import start_local_ray  # noqa: E402
+from pong.config import Config  # noqa: E402
+from pong.train import Trainer  # noqa: E402
+
+
+@ray.remote
+def imported_from() -> str:
+    import pong
+
+    return pong.__file__
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("batch_size", type=int)
+    parser.add_argument("--updates", type=int, default=2, help="timed updates")
+    args = parser.parse_args()
+    start_local_ray(None, log_to_driver=False)
+    where = ray.get(imported_from.remote())
+    if not where.startswith(ROOT):
+        sys.exit(f"the workers imported {where}, not the checkout in {ROOT}")
+    trainer = Trainer(Config(batch_size=args.batch_size, env="ALE/Pong-v5", seed=0))
+    trainer.step()  # warm-up
+    updates = [trainer.step() for _ in range(args.updates)]
+    steps, seconds = sum(u.steps for u in updates), sum(u.seconds for u in updates)
+    rate = steps / seconds
+    print(f"{ROOT} batch {args.batch_size}: {steps} steps in {seconds:.2f} s = {rate:.0f} steps/s")
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()
