@@ -7,8 +7,8 @@ commit, say), with this repository's environment:
 
 A fresh local Ray with all CPUs, seed 0: one warm-up update (the workers
 start), then ``--updates`` timed ones. The same seed plays the same games in
-every commit since games were seeded one by one, so the steps show it. Run
-the commits in turn, several rounds: this machine's speed drifts.
+every commit that seeds each game (equal step counts confirm it). Run the
+commits in turn, several rounds: this machine's speed drifts.
 """
 
 from __future__ import annotations

@@ -59,7 +59,8 @@ def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:
     """Create the env ``env_id``, one of ``PONG_ENVS``.
 
     An Atari env comes wrapped in ``pong.seeded_reset.SeededReset``: every game is
-    seeded, and its seeded reset then skips reloading the ROM.
+    seeded, and after its first (two ROM loads, its check) a seeded reset skips
+    reloading the ROM.
 
     Raises:
         ValueError: an id outside ``PONG_ENVS``.

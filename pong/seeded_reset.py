@@ -7,22 +7,25 @@ starts from ``s``: a worker would pay a ROM load, many times an unseeded
 reset's cost, for every game (``benchmarks/README.md`` has the figures).
 
 After a seeded reset the emulator's state is the same for every seed but for
-that generator, a standard mt19937 seeded with a number ale-py derives from
-``s``, which ALE saves last in its state, as text (its 624 words and its
-position). ``SeededReset`` resets without a seed, then restores the state a
-seeded reset once left, with the generator's words for ``s`` written in, and
-seeds the env's own generator (random frameskips) as ``reset(seed=s)`` does.
+that generator (so it was in every seed tried; the check below tries it
+again), a standard mt19937 seeded with a number ale-py derives from ``s``,
+which ALE saves last in the emulator's part of its state, as text (its 624
+words and its position). ``SeededReset`` resets without a seed, then
+restores the state a seeded reset once left, with the generator's words for
+``s`` written in, and seeds the env's own generator (random frameskips) as
+``reset(seed=s)`` does.
 
 It relies on that only once it has seen it hold: its first seeded reset, to
-``s``, is two of ale-py's own, one to another seed whose state becomes the
-template, then one to ``s``, compared byte for byte with what the template
-gives for ``s``. Only if they are equal are later seeded resets made the quick
-way; otherwise (an ale-py that saves its state another way) every seeded reset
-stays ale-py's own.
+``s``, is made both ways, the template coming from ale-py's reset to another
+seed, and ale-py's state, observation and info are compared with the quick
+way's. Only if they are equal are later seeded resets made the quick way;
+otherwise (an ale-py that saves or restores its state another way) every
+seeded reset stays ale-py's own.
 """
 
 from __future__ import annotations
 
+import itertools
 import struct
 from typing import Any, NamedTuple
 
@@ -87,7 +90,11 @@ class Template(NamedTuple):
 
 class SeededReset(gym.Wrapper):
     """An ale-py ``AtariEnv`` whose ``reset(seed=...)`` restores a state instead of loading
-    the ROM, once it has checked that this gives ale-py's state exactly.
+    the ROM, once it has checked that this gives ale-py's reset exactly.
+
+    For an env as ``gymnasium.make`` returns it (nothing but its API checks
+    between this and the ``AtariEnv``). ALE settings changed after the first
+    seeded reset are not re-applied, as a ROM load would.
 
     Args:
         env: an ale-py env, as ``gymnasium.make`` returns it.
@@ -96,7 +103,7 @@ class SeededReset(gym.Wrapper):
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         self.template: Template | None = None  # another seed's state, cut
-        self.quick: bool | None = None  # the template gave ale-py's state (None: not yet seen)
+        self.quick: bool | None = None  # restoring gave ale-py's reset (None: not yet tried)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -110,17 +117,29 @@ class SeededReset(gym.Wrapper):
     def _check(
         self, seed: int, options: dict[str, Any] | None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """``reset(seed=seed)`` as ale-py does it, after one to another seed for the template;
-        whether the template gives ``seed``'s state decides the later resets."""
-        ale = self.env.unwrapped.ale
-        _, info = self.env.reset(seed=seed + 1, options=options)
-        if "seeds" in info:
-            self.template = Template.cut(
-                ale.cloneState(include_rng=True).serialize(), info["seeds"][1]
-            )
+        """``reset(seed=seed)`` the quick way and ale-py's way, compared; ale-py's is kept.
+
+        The template comes from a seed whose ALE seed lies on the other side of
+        2**31 from ``seed``'s, so that both readings of it, signed and unsigned,
+        are checked.
+        """
+        atari = self.env.unwrapped
+        gym.Env.reset(atari, seed=seed)  # a seed ale-py refuses is refused before anything
+        other = next(s for s in itertools.count() if _high(s) != _high(seed))
+        _, info = self.env.reset(seed=other, options=options)
+        state = atari.ale.cloneState(include_rng=True).serialize()
+        self.template = Template.cut(state, info["seeds"][1]) if "seeds" in info else None
+        quick = None
+        if self.template is not None:
+            try:
+                observation, info = self._restore(seed, options)
+                quick = (atari.ale.cloneState(include_rng=True).serialize(), observation, info)
+            except Exception:  # an ale-py whose states cannot be made from bytes
+                quick = None
         observation, info = self.env.reset(seed=seed, options=options)
-        state = ale.cloneState(include_rng=True).serialize()
-        self.quick = self.template is not None and self.template.state(info["seeds"][1]) == state
+        self.quick = quick is not None and _same(
+            quick, (atari.ale.cloneState(include_rng=True).serialize(), observation, info)
+        )
         return observation, info
 
     def _restore(
@@ -130,8 +149,23 @@ class SeededReset(gym.Wrapper):
         import ale_py
 
         atari = self.env.unwrapped
+        gym.Env.reset(atari, seed=seed)  # as ale-py's: checks the seed, sets np_random_seed
         # The unseeded reset resets what the state does not hold (the last sticky action).
         self.env.reset(options=options)
         seeds = atari.seed_game(seed)  # as reset(seed=...) seeds: random frameskips, ALE's seed
         atari.ale.restoreState(ale_py.ALEState(self.template.state(seeds[1])))
         return atari._get_obs(), {**atari._get_info(), "seeds": seeds}
+
+
+def _high(seed: int) -> bool:
+    """Whether the ALE seed ale-py derives from ``seed`` is 2**31 or more."""
+    return int(np.random.SeedSequence(seed).generate_state(2)[1]) >= 2**31
+
+
+def _same(a: tuple[bytes, np.ndarray, dict], b: tuple[bytes, np.ndarray, dict]) -> bool:
+    """Equal states, observations and infos (the seeds compared as numbers)."""
+    (state_a, obs_a, info_a), (state_b, obs_b, info_b) = a, b
+    same_info = info_a.keys() == info_b.keys() and all(
+        np.array_equal(info_a[k], info_b[k]) for k in info_a
+    )
+    return state_a == state_b and np.array_equal(obs_a, obs_b) and same_info

@@ -292,15 +292,21 @@ def test_a_lost_node_s_games_are_played_elsewhere_and_training_goes_on(cluster, 
     for attempt in range(3):  # SPREAD is best effort: both workers may start on the head
         out = tmp_path / f"out{attempt}.txt"
         args = ["--batch-size=4", "--iterations=3", f"--run-dir={tmp_path / f'run{attempt}'}"]
-        proc = start_driver([f"--redis-address={address}", *args], out, env=env)
-        wait_for(lambda out=out: "Batch 1 " in out.read_text(), proc)
-        on_node = descendants({raylet}, parents())
-        if any(
-            pid in on_node and cmd.startswith(b"ray::RolloutWorker") for pid, cmd in processes()
-        ):
+        proc, placed = start_driver([f"--redis-address={address}", *args], out, env=env), False
+        try:
+            wait_for(lambda out=out: "Batch 1 " in out.read_text(), proc)
+            on_node = descendants({raylet}, parents())
+            placed = any(
+                pid in on_node and cmd.startswith(b"ray::RolloutWorker") for pid, cmd in processes()
+            )
+            if not placed:
+                proc.send_signal(signal.SIGINT)  # its workers stop with it; try again
+                proc.communicate(timeout=60)
+        finally:
+            if not placed:
+                proc.kill()
+        if placed:
             break
-        proc.send_signal(signal.SIGINT)  # its workers stop with it; try again
-        proc.communicate(timeout=60)
     else:
         status = _ray(["status", f"--address={address}", "-v"], env).stdout
         pytest.fail(

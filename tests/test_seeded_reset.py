@@ -10,6 +10,7 @@ from pong.seeded_reset import SeededReset, Template, mt19937_text
 # Seeds whose ALE seed (ale-py derives it) is below and above 2**31, where a signed
 # and an unsigned reading of it would part.
 SEEDS = (0, 1, 2, 5)
+TEMPLATE_STATE = Template.state  # before a test replaces it
 
 
 def ale_seed(seed: int) -> int:
@@ -43,23 +44,27 @@ def play(env: gym.Env, actions: np.ndarray) -> list[tuple]:
     return out
 
 
+def same_info(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
 @pytest.mark.ale
 @pytest.mark.parametrize("env_id", ["ALE/Pong-v5", "Pong-v0"])
 def test_a_quick_seeded_reset_is_ale_pys_reset_exactly(env_id: str) -> None:
-    """State (generators included), first frame, seeds, frameskip draws and the game that
-    follows, against ale-py's own reset on a second env; the quick env's last game unfinished.
+    """State (generators included), first frame, info, np_random_seed, frameskip draws and the
+    game that follows, against ale-py's own reset on a second env; each reset mid-game.
     """
     quick, plain = make_env(env_id), gym.make(env_id)
     assert isinstance(quick, SeededReset)
     rng = np.random.default_rng(0)
-    for n, seed in enumerate(SEEDS):
-        assert quick.quick is (None if n == 0 else True)  # first ale-py's own, checked
+    for n, seed in enumerate([*SEEDS, None, 7]):  # an unseeded reset among them
+        assert quick.quick is (None if n == 0 else True)  # first both ways, checked
         observation, info = quick.reset(seed=seed)
         want_observation, want_info = plain.reset(seed=seed)
         assert ale_state(quick) == ale_state(plain)
         np.testing.assert_array_equal(observation, want_observation)
-        assert [int(s) for s in info["seeds"]] == [int(s) for s in want_info["seeds"]]
-        assert info["lives"] == want_info["lives"]
+        assert same_info(info, want_info)
+        assert quick.unwrapped.np_random_seed == plain.unwrapped.np_random_seed
         actions = rng.choice([UP, DOWN], size=int(rng.integers(300, 1500)))
         assert play(quick, actions) == play(plain, actions)  # sticky actions, frameskips
     for env in (quick, plain):
@@ -67,8 +72,28 @@ def test_a_quick_seeded_reset_is_ale_pys_reset_exactly(env_id: str) -> None:
 
 
 @pytest.mark.ale
-def test_a_template_that_does_not_check_out_leaves_ale_pys_reset(monkeypatch) -> None:
-    monkeypatch.setattr(Template, "state", lambda self, ale_seed: b"another shape of state")
+@pytest.mark.parametrize("seed", [-1, 2.5, np.int64(3)])
+def test_a_seed_ale_py_refuses_is_refused_alike(seed) -> None:
+    quick, plain = make_env(), gym.make("ALE/Pong-v5")
+    quick.reset(seed=1)  # checked: the next seeded reset is the quick one
+    assert quick.quick
+    for env in (quick, plain):
+        with pytest.raises(gym.error.Error, match="[Ss]eed"):
+            env.reset(seed=seed)
+    for env in (quick, plain):
+        env.close()
+
+
+@pytest.mark.ale
+@pytest.mark.parametrize(
+    "spoilt",
+    [
+        lambda template, ale_seed: b"a state ALE cannot read",
+        lambda template, ale_seed: TEMPLATE_STATE(template, ale_seed + 1),  # another generator
+    ],
+)
+def test_a_quick_reset_that_does_not_check_out_leaves_ale_pys_reset(monkeypatch, spoilt) -> None:
+    monkeypatch.setattr(Template, "state", spoilt)
     env, plain = make_env(), gym.make("ALE/Pong-v5")
     for seed in (1, 2, 3):
         env.reset(seed=seed)
