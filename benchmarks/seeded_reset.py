@@ -5,9 +5,10 @@ Run:  python benchmarks/seeded_reset.py [--resets 20]
 Every game of a run is seeded, so a worker resets its env with a seed before
 each game. Three ways, interleaved reset by reset so that drift hits them
 alike, each on an env of its own that has just played 200 steps (as a
-worker's env has; a fresh env would flatter the reset): ale-py's ``reset(seed=s)``, which reloads the
-ROM; ``make_env``'s ``SeededReset`` once it has checked itself, which restores a state
-instead; and ``reset()`` without a seed, the floor. Milliseconds per reset.
+worker's env has; a fresh env would flatter the reset): ale-py's
+``reset(seed=s)``, which reloads the ROM; ``make_env``'s ``SeededReset`` once
+it has checked itself, which restores a state instead; and ``reset()``
+without a seed, the floor. Milliseconds per reset.
 """
 
 from __future__ import annotations
