@@ -53,9 +53,9 @@ from pong.config import Config, Options, Watch, add_flags, fill, given
 from pong.env import check_env
 from pong.errors import PongError, UsageError, output_closed
 from pong.evaluate import watch
-from pong.report import announce, batch_line, farewell, kept, reached, started
+from pong.report import announce, batch_line, failed, farewell, interrupted, reached, started
 from pong.run import Run
-from pong.stops import finishing, held_back, signals_stop, stopped_for
+from pong.stops import finishing, held_back, signals_stop
 from pong.train import Trainer
 from pong.watchdog import Watchdog
 
@@ -173,15 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             finally:
                 run.close()  # gives the directory up, also when Ray could not start
         except PongError as e:
-            finishing()  # from here on a stop (the watchdog's, say) is only counted
-            died = watchdog.check() if watchdog is not None else None
-            if died is not None:  # the local Ray died; Ray's own error may have come first
-                watchdog.hold(e)  # its frames may hold the dead Ray's objects
-            if died is not None and isinstance(e, ClusterError):  # lost contact, say: that is why
-                print(f"{PROG}: error: {died}; {kept(run)}", file=sys.stderr, flush=True)
-                return died.exit_code
-            print(f"{PROG}: error: {e}", file=sys.stderr)
-            return e.exit_code
+            return failed(PROG, e, run, watchdog)
         except BrokenPipeError:  # `driver.py | head`: nobody reads any more, so stop as `yes` does
             finishing()
             print(f"{PROG}: stopped: its output was closed", file=sys.stderr, flush=True)
@@ -192,18 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)
             return 1
         except KeyboardInterrupt as stopped:
-            finishing()
-            if watchdog is not None:  # the frames it stopped may hold the dead Ray's objects
-                watchdog.hold(stopped)
-            cause = stopped_for()  # the local Ray died (pong.watchdog)
-            if isinstance(cause, PongError):
-                print(f"{PROG}: error: {cause}; {kept(run)}", file=sys.stderr, flush=True)
-                return cause.exit_code
-            stop = received[0] if received else signal.SIGINT
-            dead = watchdog is not None and watchdog.died is not None
-            ending = "; shutting down Ray" if ray.is_initialized() and not dead else ""
-            print(f"Interrupted by {stop.name}{ending}.", file=sys.stderr, flush=True)
-            return 128 + stop.value  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
+            return interrupted(PROG, stopped, received, run, watchdog)
         finally:
             finishing()  # a stop from here on is only counted
             if watchdog is not None:

@@ -1,4 +1,5 @@
-"""What the driver prints: where a run trains, one line per update, and its last line.
+"""What the driver prints: where a run trains, one line per update, and its last line
+(or the one line of an error or a stop).
 
 The last line ends with the command that continues the run, written so that it
 works as pasted into bash or zsh whatever the run directory is called.
@@ -9,19 +10,28 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import sys
+from typing import TYPE_CHECKING
 
 import ray
 
-from pong.cluster import joined
+from pong.cluster import ClusterError, joined
 from pong.config import Options
+from pong.errors import PongError
 from pong.run import JOB_CONFIG, Run, in_ray_job
+from pong.stops import finishing, stopped_for
 from pong.train import Trainer, Update
+
+if TYPE_CHECKING:
+    from pong.watchdog import Watchdog
 
 __all__ = [
     "announce",
     "batch_line",
+    "failed",
     "farewell",
+    "interrupted",
     "kept",
     "pasteable",
     "printable",
@@ -149,3 +159,38 @@ def kept(run: Run | None) -> str:
         where = printable(run.checkpoint_path)
         return f"the last finished update ({run.saved_at}) is saved in {where}"
     return "no update had finished, so nothing was saved"
+
+
+def failed(prog: str, error: PongError, run: Run | None, watchdog: Watchdog | None) -> int:
+    """Say ``error`` in one line, naming the local Ray's death if that caused it; exit code."""
+    finishing()  # from here on a stop (the watchdog's, say) is only counted
+    died = watchdog.check() if watchdog is not None else None
+    if died is not None:  # the local Ray died; Ray's own error may have come first
+        watchdog.hold(error)  # its frames may hold the dead Ray's objects
+    if died is not None and isinstance(error, ClusterError):  # lost contact, say: that is why
+        print(f"{prog}: error: {died}; {kept(run)}", file=sys.stderr, flush=True)
+        return died.exit_code
+    print(f"{prog}: error: {error}", file=sys.stderr)
+    return error.exit_code
+
+
+def interrupted(
+    prog: str,
+    stopped: KeyboardInterrupt,
+    received: list[signal.Signals],
+    run: Run | None,
+    watchdog: Watchdog | None,
+) -> int:
+    """Say in one line why the run stopped (a signal, or the local Ray's death); the exit code."""
+    finishing()
+    if watchdog is not None:  # the frames it stopped may hold the dead Ray's objects
+        watchdog.hold(stopped)
+    cause = stopped_for()  # the local Ray died (pong.watchdog)
+    if isinstance(cause, PongError):
+        print(f"{prog}: error: {cause}; {kept(run)}", file=sys.stderr, flush=True)
+        return cause.exit_code
+    stop = received[0] if received else signal.SIGINT
+    dead = watchdog is not None and watchdog.died is not None
+    ending = "; shutting down Ray" if ray.is_initialized() and not dead else ""
+    print(f"Interrupted by {stop.name}{ending}.", file=sys.stderr, flush=True)
+    return 128 + stop.value  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
