@@ -134,8 +134,8 @@ class SeededReset(gym.Wrapper):
             try:
                 observation, info = self._restore(seed, options)
                 quick = (atari.ale.cloneState(include_rng=True).serialize(), observation, info)
-            except Exception:  # an ale-py whose states cannot be made from bytes
-                quick = None
+            except Exception:  # an ale-py whose states cannot be made from bytes: not quick
+                pass
         observation, info = self.env.reset(seed=seed, options=options)
         self.quick = quick is not None and _same(
             quick, (atari.ale.cloneState(include_rng=True).serialize(), observation, info)
