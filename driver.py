@@ -7,7 +7,7 @@ Run (from the repository root, after the README's install):
     ray job submit --address http://HEAD:8265 --working-dir . --runtime-env runtime_env.yaml \\
         -- python driver.py                                # a Ray job on a cluster (README)
     .venv/bin/python driver.py --resume runs/20261122-031402
-    .venv/bin/python driver.py --evaluate results/pong-v5/policy.npz --episodes 3
+    .venv/bin/python driver.py --evaluate results/pong-v5/policy.safetensors --episodes 3
 
 Each update, the RolloutWorker actors (one per CPU, at most the batch size) play
 the batch's games with the current weights, each taking the next game as it
@@ -87,6 +87,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"argument --record: only .gif files are written, got {str(args.record)!r}")
     if args.resume is not None and args.run_dir is not None:
         parser.error("argument --run-dir: a resumed run stays in its own directory")
+    if args.resume is not None and args.start_from is not None:
+        parser.error("argument --start-from: not with --resume, which continues a run as it was")
     return args
 
 
@@ -105,7 +107,10 @@ def prepare(args: argparse.Namespace, options: Options) -> Run:
     if options.resume is not None:
         run = Run.resume(options.resume, given(args, Config), options.checkpoint_every)
     else:
-        run = Run.start(options.run_dir, fill(args, Config), options.checkpoint_every)
+        config, env_given = fill(args, Config), args.env is not None
+        run = Run.start(
+            options.run_dir, config, options.checkpoint_every, options.start_from, env_given
+        )
     run.watch_every = options.watch_every
     try:
         check_env(run.config.env)
@@ -124,7 +129,7 @@ def train(run: Run, options: Options, address: str | None = None) -> None:
     """Start the workers, then update until the options stop it (or forever), one line each."""
     trainer, first, iterations = None, run.saved_at, options.iterations
     try:
-        trainer = Trainer(run.config, run.saved)
+        trainer = Trainer(run.config, run.initial)
         print(started(trainer), flush=True)
         while (iterations is None or trainer.iteration - first < iterations) and not reached(
             trainer.running_reward, options.until_mean

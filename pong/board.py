@@ -30,7 +30,7 @@ from tensorboardX.proto.summary_pb2 import Summary
 from tensorboardX.record_writer import masked_crc32c
 from tensorboardX.summary import scalar
 
-from pong.files import create_new
+from pong.files import Directory, create_new
 
 if TYPE_CHECKING:
     from pong.train import Trainer, Update
@@ -43,11 +43,14 @@ EVENTS = "events.out.tfevents."  # the start of an event file's name, as TensorB
 class Board:
     """Writes one update's scalars at a time into an event file in ``run_dir``."""
 
-    def __init__(self, run_dir: Path, resumed_at_step: int | None = None) -> None:
+    def __init__(self, run_dir: Directory | Path, resumed_at_step: int | None = None) -> None:
         # The name holds the second it was made, as tensorboardX's; nanoseconds keep a quick
         # resume's name new and, sorted, after the one before (TensorBoard reads them in order).
         name = f"{EVENTS}{int(time.time())}.{socket.gethostname()}.{time.time_ns()}"
-        self._file = create_new(run_dir / name)  # a new file, never through a planted link
+        if isinstance(run_dir, Directory):
+            self._file = run_dir.create(name)  # a new file, never through a planted link
+        else:
+            self._file = create_new(run_dir / name)
         self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
         if resumed_at_step is not None:  # hide what a killed run logged past its checkpoint
             self._write(

@@ -1,20 +1,24 @@
-"""Checkpoints: everything needed to continue a run, in one ``.npz`` file.
+"""Checkpoints and policy files: a run's state, or a trained policy, as safetensors.
 
-The file holds the weights (``W1``, ``W2``), the RMSProp cache
-(``cache_W1``, ``cache_W2``) and ``meta``: a JSON text with the counters,
-the running reward and the run's ``Config`` (its seed, and the other fields
-under ``settings``), each checked on load as its flag is. It is read with
-``pong.reading``, which checks every size and array header before it reads any
-data and never unpickles, so a file, a shared policy file included, can never
-run code or cost much more memory than a real checkpoint. It is written with
-``pong.files.atomic_write``, so a crash or a full disk in the middle of a save
-never replaces a good checkpoint with half of one, and a link planted in the run
-directory never redirects it.
+A *checkpoint* (``checkpoint.safetensors`` in a run directory) holds what a run
+needs to continue: the weights ``W1`` (H, D) and ``W2`` (H,) and their RMSProp
+caches ``cache_W1`` and ``cache_W2``, float64. A *policy file* (``save_policy``)
+is the small form for sharing a trained agent: ``W1`` and ``W2`` alone, float32
+(5 MB instead of 20; rounding moves a weight by at most 6e-8 of itself). In
+both, the header's metadata (text values, as the format requires) holds the
+format, the counters, the running means, the seed and the run's settings. Both
+open wherever safetensors does: ``safetensors.numpy.load_file``, PyTorch, JAX,
+Rust.
 
-A *policy file* (``save_policy``) is the small form for sharing a trained
-agent: the weights only, as float32, compressed (about 5 MB instead of 20),
-with the same metadata. ``--evaluate`` plays it; resuming needs a checkpoint.
-Rounding to float32 moves a weight by at most 6e-8 of itself.
+Every file read is treated as hostile, since policy files are made to be
+shared: ``load`` opens it without following a link or blocking, refuses
+anything but a regular file of at most ``MAX_BYTES``, checks the 8-byte header
+length against the file's size and ``MAX_HEADER_BYTES`` before it reads the
+rest, and lets safetensors parse it (offsets, dtypes, shapes). Then its own
+checks: exactly the tensors expected, their dtypes and shapes, finite values,
+metadata of bounded size, each setting checked as its flag is, the env id as
+data. Each refusal is a ``CheckpointError`` of one line naming the file. Files
+are written whole or not at all (``pong.files.atomic_write``).
 """
 
 from __future__ import annotations
@@ -23,26 +27,46 @@ import dataclasses
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import safetensors.numpy
+from safetensors import SafetensorError
 
-from pong import reading
 from pong.config import Config
 from pong.errors import UsageError
-from pong.files import atomic_write
+from pong.files import NotRegularError, atomic_write, open_file
 from pong.model import D, H
 
-__all__ = ["FILENAME", "Checkpoint", "CheckpointError", "load", "save", "save_policy"]
+__all__ = [
+    "FILENAME",
+    "Checkpoint",
+    "CheckpointError",
+    "decode",
+    "encode",
+    "load",
+    "save",
+    "save_policy",
+]
 
-FILENAME = "checkpoint.npz"  # inside a run directory
-FORMAT = "pong-checkpoint/1"
-POLICY_FORMAT = "pong-policy/1"  # weights only, float32
+FILENAME = "checkpoint.safetensors"  # inside a run directory
+OLD_FILENAME = "checkpoint.npz"  # an earlier version's; python -m pong.convert carries it over
+FORMAT = "pong-checkpoint/2"
+POLICY_FORMAT = "pong-policy/2"  # weights only, float32
 SHAPES = {"W1": (H, D), "W2": (H,), "cache_W1": (H, D), "cache_W2": (H,)}
 POLICY_SHAPES = {"W1": (H, D), "W2": (H,)}
-MAX_META_CHARS = 2**16  # of the JSON metadata; a checkpoint's has about 300
-MAX_TEXT = 200  # characters of a setting, such as the env id
+MAX_BYTES = 32 * 2**20  # a checkpoint is 20.5 MB, a policy file 5.1
+MAX_HEADER_BYTES = 2**16  # the JSON header; ours is under 1 KB
+MAX_TEXT = 200  # characters of a metadata value, such as the env id
+MAX_ENTRIES = 64  # metadata entries; ours are 11
+MAX_COUNT = 10**15  # updates, games or env steps: far past any run
+MAX_SCORE = 1000.0  # a running mean of game scores; Pong's lie in -21..21
+COUNTERS = ("iteration", "episodes", "steps")
+MEANS = ("running_reward", "best_running_reward")
+NONE = "none"  # a running mean before any game
+ZIP = b"PK\x03\x04"  # how an earlier version's .npz begins
 
 
 class CheckpointError(UsageError, ValueError):
@@ -74,204 +98,251 @@ class Checkpoint:
     config: Config
 
 
-def save(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
-    """Write ``checkpoint`` to ``path`` atomically (temporary file, fsync, rename)."""
-    arrays = {
-        "W1": checkpoint.weights["W1"],
-        "W2": checkpoint.weights["W2"],
-        "cache_W1": checkpoint.rmsprop_cache["W1"],
-        "cache_W2": checkpoint.rmsprop_cache["W2"],
+def encode(checkpoint: Checkpoint, *, policy: bool = False) -> bytes:
+    """``checkpoint`` as the bytes of a safetensors file: a checkpoint, or with ``policy``
+    the float32 weights alone."""
+    if policy:
+        tensors = {k: checkpoint.weights[k].astype(np.float32, order="C") for k in POLICY_SHAPES}
+    else:
+        tensors = {
+            **checkpoint.weights,
+            **{f"cache_{k}": v for k, v in checkpoint.rmsprop_cache.items()},
+        }
+        # safetensors writes an array's memory as it lies: W1 is column-major here
+        tensors = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}
+    return safetensors.numpy.save(tensors, metadata=metadata(checkpoint, policy))
+
+
+def metadata(checkpoint: Checkpoint, policy: bool = False) -> dict[str, str]:
+    """The header's metadata: every value a text; floats as ``repr``, which reads back exactly."""
+    values: dict[str, object] = {
+        "format": POLICY_FORMAT if policy else FORMAT,
+        **{name: getattr(checkpoint, name) for name in (*COUNTERS, *MEANS)},
+        **dataclasses.asdict(checkpoint.config),
     }
-    _write(Path(path), arrays, _meta(checkpoint, FORMAT), np.savez)
+    return {
+        k: NONE if v is None else repr(v) if isinstance(v, float) else str(v)
+        for k, v in values.items()
+    }
+
+
+def save(path: str | os.PathLike, checkpoint: Checkpoint, *, dir_fd: int | None = None) -> None:
+    """Write ``checkpoint`` to ``path`` atomically (temporary file, fsync, rename)."""
+    data = encode(checkpoint)
+    with atomic_write(path, "wb", dir_fd=dir_fd) as f:
+        f.write(data)
 
 
 def save_policy(path: str | os.PathLike, checkpoint: Checkpoint, *, replace: bool = True) -> int:
-    """Write ``checkpoint``'s weights alone, as float32, compressed, atomically; its size.
+    """Write ``checkpoint``'s weights alone, as float32, atomically; its size in bytes.
 
     Raises:
         FileExistsError: ``replace`` is false and ``path`` exists (the file is untouched).
     """
-    arrays = {k: checkpoint.weights[k].astype(np.float32) for k in POLICY_SHAPES}
-    meta = _meta(checkpoint, POLICY_FORMAT)
-    return _write(Path(path), arrays, meta, np.savez_compressed, replace)
-
-
-def _meta(checkpoint: Checkpoint, format: str) -> dict[str, object]:
-    return {
-        "format": format,
-        "iteration": checkpoint.iteration,
-        "episodes": checkpoint.episodes,
-        "steps": checkpoint.steps,
-        "running_reward": checkpoint.running_reward,
-        "best_running_reward": checkpoint.best_running_reward,
-        "seed": checkpoint.config.seed,
-        "settings": {k: v for k, v in dataclasses.asdict(checkpoint.config).items() if k != "seed"},
-    }
-
-
-def _write(
-    path: Path, arrays: dict[str, np.ndarray], meta: dict[str, object], savez, replace: bool = True
-) -> int:
-    """Write the ``.npz`` whole or not at all (``pong.files.atomic_write``); its size in bytes."""
+    data = encode(checkpoint, policy=True)
     with atomic_write(path, "wb", replace=replace) as f:
-        savez(f, **arrays, meta=np.array(json.dumps(meta)))
-        return f.tell()
+        f.write(data)
+    return len(data)
 
 
 def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
     """Read a checkpoint written by ``save``; with ``policy``, a policy file too.
 
-    ``path`` may also be a run directory holding ``checkpoint.npz``. Weights come
-    back as float64, W1 column-major, whichever file they came from. The file is
-    read with ``pong.reading``: every size and header is checked before any data
-    is read, so no file costs much more memory than a real checkpoint.
+    ``path`` may also be a run directory holding ``checkpoint.safetensors``. Weights
+    come back as float64, W1 column-major, whichever file they came from.
 
     Raises:
-        CheckpointError: missing, unreadable, truncated or corrupt file, not a
-            checkpoint, a policy file where a checkpoint is needed, or weights of
-            another network's shape.
+        CheckpointError: missing, unreadable, truncated or damaged file, a link,
+            a FIFO or other special file, one too large, not a checkpoint, a policy
+            file where a checkpoint is needed, or one of an earlier version.
     """
     path = Path(path)
-    path = path / FILENAME if path.is_dir() else path
+    path = path / FILENAME if path.is_dir() and not path.is_symlink() else path
     try:
-        with reading.open_npz(path) as archive:
-            meta = _read_meta(path, archive)
-            fmt = _format(path, meta, policy)
-            arrays = _read_arrays(path, archive, fmt)
+        with open_file(path, MAX_BYTES) as f:
+            data = _read(f, path)
     except FileNotFoundError:
-        raise CheckpointError(f"{path}: no such checkpoint file") from None
-    except reading.NpyFileError:
-        raise CheckpointError(f"{path}: not a pong checkpoint (a single array)") from None
-    except reading.ReadError as e:
-        raise CheckpointError(f"{path}: unreadable or damaged checkpoint ({e})") from None
-    return _checkpoint(path, meta, fmt, arrays)
+        raise CheckpointError(f"{path}: no such checkpoint file{_old_hint(path)}") from None
+    except NotRegularError as e:
+        raise CheckpointError(f"{path}: {e.strerror}") from None
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
+    return decode(data, path, policy=policy)
 
 
-def _read_meta(path: Path, archive: reading.Archive) -> object:
-    """The metadata: JSON text of at most ``MAX_META_CHARS`` characters, parsed."""
-    if "meta" not in archive.names:
-        raise CheckpointError(f"{path}: not a pong checkpoint (no meta in it)")
+def _read(f, path: Path) -> bytes:
+    """The file's bytes, once the header length it begins with fits the file and the cap."""
+    head = f.read(8)
+    if head[:4] == ZIP:
+        raise CheckpointError(
+            f"{path}: a .npz file of an earlier version of pong; carry it over with"
+            f" python -m pong.convert {path}"
+        )
+    size = os.fstat(f.fileno()).st_size
+    if len(head) < 8:
+        raise CheckpointError(f"{path}: not a safetensors file ({len(head)} bytes long)")
+    length = int.from_bytes(head, "little")
+    if length > MAX_HEADER_BYTES:
+        raise CheckpointError(
+            f"{path}: not a pong checkpoint (a header of {length:,} bytes, more than"
+            f" {MAX_HEADER_BYTES:,})"
+        )
+    if 8 + length > size:
+        raise CheckpointError(
+            f"{path}: damaged (its header claims {length:,} bytes; the file has {size:,})"
+        )
+    data = head + f.read(size - 8)
+    if len(data) != size:
+        raise CheckpointError(f"{path}: changed while it was read; try again")
+    return data
 
-    def check(header: reading.Header) -> None:
-        if header.shape != () or header.dtype.str[:2] != "<U":
-            raise CheckpointError(f"{path}: not a pong checkpoint (its meta is not a text)")
-        if header.dtype.itemsize > 4 * MAX_META_CHARS:
-            chars = header.dtype.itemsize // 4
-            raise reading.ReadError(f"meta: {chars:,} characters, more than {MAX_META_CHARS:,}")
 
-    text = archive.read("meta", check).tobytes()
-    try:  # UTF-32 as NumPy stores it, padded with NULs; deep nesting is a RecursionError
-        return json.loads(text.decode("utf-32-le").rstrip("\0"))
-    except (ValueError, RecursionError) as e:
-        raise reading.ReadError(f"meta: {str(e).splitlines()[0]}") from None
+def _old_hint(path: Path) -> str:
+    old = path.with_name(OLD_FILENAME)
+    if path.name == FILENAME and os.path.lexists(old):
+        return f" (it holds an earlier version's {OLD_FILENAME}: python -m pong.convert {old})"
+    return ""
 
 
-def _format(path: Path, meta: object, policy: bool) -> str:
-    """The file's format, refused if it is no checkpoint, or a policy file and not ``policy``."""
-    fmt = meta.get("format") if isinstance(meta, dict) else None
+def decode(data: bytes, path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
+    """The checkpoint in ``data``, a safetensors file's bytes (``path`` names it in errors).
+
+    Raises:
+        CheckpointError: as ``load``.
+    """
+    try:
+        tensors = safetensors.numpy.load(data)
+    except (SafetensorError, ValueError, TypeError) as e:  # and numpy's, for odd shapes
+        reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"{path}: not a readable safetensors file ({reason})") from None
+    length = int.from_bytes(data[:8], "little")
+    meta = _metadata(path, data[8 : 8 + length])
+    return _checkpoint(path, tensors, meta, policy)
+
+
+def _metadata(path: str | os.PathLike, header: bytes) -> dict[str, str]:
+    """The header's ``__metadata__``: at most ``MAX_ENTRIES`` texts of ``MAX_TEXT`` characters."""
+
+    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise ValueError("a name appears twice in its header")
+        return dict(pairs)
+
+    try:
+        meta = json.loads(header, object_pairs_hook=unique).get("__metadata__")
+    except (ValueError, RecursionError, AttributeError) as e:
+        raise CheckpointError(f"{path}: not a readable safetensors file ({e})") from None
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{path}: not a pong checkpoint (its header has no metadata)")
+    if len(meta) > MAX_ENTRIES:
+        raise CheckpointError(f"{path}: {len(meta):,} metadata entries, more than {MAX_ENTRIES}")
+    for key, value in meta.items():
+        if not isinstance(value, str) or len(key) > MAX_TEXT or len(value) > MAX_TEXT:
+            raise CheckpointError(
+                f"{path}: metadata {_shown(key)}: expected a text of at most {MAX_TEXT}"
+                f" characters, got {_shown(value)}"
+            )
+    return meta
+
+
+def _checkpoint(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: bool):
+    """The checkpoint the tensors and metadata make, every one checked."""
+    fmt = meta.get("format")
     if fmt == POLICY_FORMAT and not policy:
         raise CheckpointError(
-            f"{path}: a policy file holds no optimizer state; resume from the run's {FILENAME}"
+            f"{path}: a policy file holds no RMSProp cache to resume; to train it further,"
+            f" start a new run from its weights: driver.py --start-from {path}"
         )
     if fmt not in (FORMAT, POLICY_FORMAT):
         raise CheckpointError(f"{path}: not a pong checkpoint (format {_shown(fmt)})")
-    return fmt
-
-
-def _read_arrays(path: Path, archive: reading.Archive, fmt: str) -> dict[str, np.ndarray]:
-    """The arrays of a file of format ``fmt``, each header checked before its data is read."""
-    shapes, dtype = (POLICY_SHAPES, "<f4") if fmt == POLICY_FORMAT else (SHAPES, "<f8")
-    missing = [k for k in shapes if k not in archive.names]
-    if missing:
-        raise CheckpointError(f"{path}: not a pong checkpoint (no {', '.join(missing)} in it)")
-    extra = sorted(archive.names - {*shapes, "meta"})
-    if extra:
-        shown = ", ".join(map(repr, extra))
-        raise CheckpointError(f"{path}: not a pong checkpoint ({shown} in it too)")
-    return {
-        k: archive.read(k, _expect(path, k, shape, np.dtype(dtype))) for k, shape in shapes.items()
-    }
-
-
-def _expect(path: Path, name: str, shape: tuple[int, ...], dtype: np.dtype):
-    """A check of array ``name``'s header: this network's ``shape``, the file's ``dtype``."""
-
-    def check(header: reading.Header) -> None:
-        if header.shape != shape:
-            raise CheckpointError(
-                f"{path}: {name} has shape {header.shape}, this network needs {shape}"
-            )
-        if header.dtype.kind != "f":
-            raise CheckpointError(f"{path}: {name} holds {header.dtype} values, not numbers")
-        if header.dtype != dtype:
-            raise CheckpointError(
-                f"{path}: {name} holds {header.dtype.str} values, not {dtype.str}"
-            )
-
-    return check
-
-
-def _checkpoint(path: Path, meta: dict, fmt: str, arrays: dict[str, np.ndarray]) -> Checkpoint:
-    """The checkpoint the arrays and metadata read make, every value checked."""
-    for k, array in arrays.items():
-        if not np.isfinite(array).all():
-            raise CheckpointError(f"{path}: {k} holds NaN or infinite values")
+    shapes, dtype = (POLICY_SHAPES, np.float32) if fmt == POLICY_FORMAT else (SHAPES, np.float64)
+    _check_tensors(path, tensors, shapes, np.dtype(dtype))
     cache = None
     if fmt == FORMAT:
-        cache = {"W1": np.asfortranarray(arrays["cache_W1"]), "W2": arrays["cache_W2"]}
+        cache = {k: np.asfortranarray(tensors[f"cache_{k}"]) for k in POLICY_SHAPES}
     try:
         return Checkpoint(
-            weights={
-                "W1": np.asfortranarray(arrays["W1"], dtype=np.float64),
-                "W2": arrays["W2"].astype(np.float64),
-            },
+            weights={k: np.asfortranarray(tensors[k], dtype=np.float64) for k in POLICY_SHAPES},
             rmsprop_cache=cache,
-            iteration=_count(meta, "iteration"),
-            episodes=_count(meta, "episodes"),
-            steps=_count(meta, "steps"),
-            running_reward=_optional_float(meta, "running_reward"),
-            best_running_reward=_optional_float(meta, "best_running_reward"),
+            **{name: _count(meta, name) for name in COUNTERS},
+            **{name: _mean(meta, name) for name in MEANS},
             config=_config(meta),
         )
     except KeyError as e:
-        raise CheckpointError(f"{path}: damaged checkpoint metadata (no {e} in it)") from None
-    except (TypeError, ValueError) as e:
-        raise CheckpointError(f"{path}: damaged checkpoint metadata ({e})") from None
+        raise CheckpointError(f"{path}: damaged metadata (no {e} in it)") from None
+    except ValueError as e:
+        raise CheckpointError(f"{path}: damaged metadata ({e})") from None
 
 
-def _config(meta: dict) -> Config:
-    """The run's settings and seed: numbers or short texts, each checked as its flag is."""
-    values = {**meta["settings"], "seed": meta["seed"]}  # TypeError: settings not an object
-    for field in dataclasses.fields(Config):
-        value = values.get(field.name)
-        if not isinstance(value, str | int | float | None) or len(str(value)) > MAX_TEXT:
-            raise ValueError(
-                f"{field.name}: expected a number or a short text, got {_shown(value)}"
+def _check_tensors(path, tensors: dict[str, np.ndarray], shapes: dict, dtype: np.dtype) -> None:
+    """Exactly the tensors of ``shapes``, each of ``dtype``, every value finite."""
+    missing = [k for k in shapes if k not in tensors]
+    if missing:
+        raise CheckpointError(f"{path}: not a pong checkpoint (no {', '.join(missing)} in it)")
+    extra = sorted(tensors.keys() - shapes.keys())
+    if extra:
+        shown = ", ".join(_shown(k) for k in extra[:3])
+        raise CheckpointError(f"{path}: not a pong checkpoint ({shown} in it too)")
+    for name, shape in shapes.items():
+        array = tensors[name]
+        if array.shape != shape:
+            raise CheckpointError(
+                f"{path}: {name} has shape {array.shape}, this network needs {shape}"
             )
+        if array.dtype != dtype:
+            raise CheckpointError(f"{path}: {name} holds {array.dtype} values, not {dtype}")
+        if not np.isfinite(array).all():
+            raise CheckpointError(f"{path}: {name} holds NaN or infinite values")
+
+
+def _config(meta: dict[str, str]) -> Config:
+    """The run's settings and seed, each text parsed and checked as its flag is."""
+    values: dict[str, object] = {}
+    for field in dataclasses.fields(Config):
+        text = meta[field.name]
+        values[field.name] = text if field.type in ("str", str) else _number(field.name, text)
     return Config.from_dict(values)
 
 
-def _count(meta: dict, name: str) -> int:
-    """A counter of ``meta``: a non-negative integer (JSON's true is not one)."""
-    value = meta[name]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name}: expected a non-negative integer, got {_shown(value)}")
+def _number(name: str, text: str) -> int | float:
+    """A setting's text as the number it spells, an integer if it has no point or exponent."""
+    if re.fullmatch(r"-?[0-9]{1,40}", text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{name}: expected a number, got {_shown(text)}") from None
+
+
+def _count(meta: dict[str, str], name: str) -> int:
+    """A counter: a non-negative integer below ``MAX_COUNT``."""
+    text = meta[name]
+    if not re.fullmatch(r"[0-9]{1,16}", text) or int(text) > MAX_COUNT:
+        raise ValueError(
+            f"{name}: expected an integer from 0 to {MAX_COUNT:.0e}, got {_shown(text)}"
+        )
+    return int(text)
+
+
+def _mean(meta: dict[str, str], name: str) -> float | None:
+    """A running mean: a number of at most ``MAX_SCORE`` either way, or none before any game."""
+    text = meta[name]
+    if text == NONE:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not -MAX_SCORE <= value <= MAX_SCORE:
+        raise ValueError(
+            f"{name}: expected a number from {-MAX_SCORE:g} to {MAX_SCORE:g} or {NONE!r},"
+            f" got {_shown(text)}"
+        )
     return value
 
 
-def _optional_float(meta: dict, name: str) -> float | None:
-    """A running mean of ``meta``: a finite number, or null before any game."""
-    value = meta[name]
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{name}: expected a finite number or null, got {_shown(value)}")
-    return float(value)
-
-
 def _shown(value: object) -> str:
-    """A JSON value as a message shows it: a scalar's repr, short; else what it is."""
-    if isinstance(value, dict | list):
-        return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
+    """A value as a message shows it: its repr, at most 80 characters."""
     text = repr(value)
     return text if len(text) <= 80 else f"{text[:77]}..."

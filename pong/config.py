@@ -32,20 +32,36 @@ import numpy as np
 __all__ = ["Config", "Options", "Watch", "add_flags", "fill", "fresh_seed"]
 
 
-def integer(text: str, least: int, what: str) -> int:
-    """``text`` as an integer of at least ``least``; else an error saying ``what`` it must be."""
+def integer(text: str, least: int, what: str, most: int | None = None) -> int:
+    """``text`` as an integer from ``least`` to ``most``; else an error saying ``what`` it must
+    be. At most 40 digits are read (Python refuses to parse past 4,300 at all)."""
     try:
-        value = int(text)
+        value = int(text) if len(text.strip()) <= 40 else least - 1
     except ValueError:
         value = least - 1
     if value < least:
-        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {_short(text)}")
+    if most is not None and value > most:
+        raise argparse.ArgumentTypeError(f"expected at most {most:,}, got {_short(text)}")
     return value
 
 
+def _short(text: str) -> str:
+    """``text`` quoted for a message, at most about 60 characters."""
+    return repr(text) if len(text) <= 60 else f"{text[:50]!r}... ({len(text):,} characters)"
+
+
 def positive_int(text: str) -> int:
-    """A count such as a batch size: an integer of at least 1."""
+    """A count such as a number of updates: an integer of at least 1."""
     return integer(text, 1, "a positive integer")
+
+
+MAX_BATCH = 100_000  # games per update: 300 took Ray's example 11 nodes of 18 cores
+
+
+def batch_count(text: str) -> int:
+    """Games per update: an integer from 1 to ``MAX_BATCH``."""
+    return integer(text, 1, "a positive integer", MAX_BATCH)
 
 
 CPU_FACTOR = 64  # --num-cpus above this many times the machine's CPUs is surely a slip
@@ -63,8 +79,16 @@ def local_cpus(text: str) -> int:
 
 
 def non_negative_int(text: str) -> int:
-    """A seed: an integer of at least 0."""
+    """A count that may be 0: an integer of at least 0."""
     return integer(text, 0, "a non-negative integer")
+
+
+MAX_SEED = 2**128 - 1  # NumPy's SeedSequence takes any size; 128 bits is all its entropy
+
+
+def seed_number(text: str) -> int:
+    """A seed: an integer from 0 to ``MAX_SEED``."""
+    return integer(text, 0, "a non-negative integer", MAX_SEED)
 
 
 def positive_float(text: str) -> float:
@@ -74,7 +98,7 @@ def positive_float(text: str) -> float:
     except ValueError:
         value = 0.0
     if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {_short(text)}")
     return value
 
 
@@ -85,7 +109,7 @@ def score(text: str) -> float:
     except ValueError:
         value = float("nan")
     if not -float("inf") < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number, got {_short(text)}")
     if value >= 21:
         raise argparse.ArgumentTypeError(
             f"a game scores at most 21, so no running mean is above {text}"
@@ -97,7 +121,7 @@ def below_one(text: str) -> float:
     """A decay factor: a number above 0 and below 1."""
     value = positive_float(text)
     if value >= 1:
-        raise argparse.ArgumentTypeError(f"expected a number below 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number below 1, got {_short(text)}")
     return value
 
 
@@ -121,7 +145,7 @@ class Config:
 
     batch_size: int = setting(
         10,
-        positive_int,
+        batch_count,
         "N",
         "games per update; the RolloutWorker actors are one per CPU, at most this many",
     )
@@ -134,7 +158,7 @@ class Config:
     )
     seed: int | None = setting(
         None,
-        non_negative_int,
+        seed_number,
         "N",
         "seeds the weights, every env reset and every action draw"
         " (default: random, printed at start)",
@@ -219,7 +243,16 @@ class Options:
         None,
         path,
         "PATH",
-        "continue the run saved in PATH (its checkpoint.npz or its directory) with its settings",
+        "continue the run saved in PATH (its checkpoint.safetensors or its directory) with its"
+        " settings",
+    )
+    start_from: Path | None = setting(
+        None,
+        path,
+        "PATH",
+        "start a new run from the weights in PATH (a policy file such as"
+        " results/pong-v5/policy.safetensors, a checkpoint or a run directory), with a fresh"
+        " RMSProp cache and counters from 0; its env unless --env is given",
     )
 
 
@@ -232,7 +265,8 @@ class Watch:
         path,
         "CHECKPOINT",
         "play games with the policy saved in CHECKPOINT (a"
-        " checkpoint.npz, its run directory, or a policy file such as results/pong-v5/policy.npz)"
+        " checkpoint.safetensors, its run directory, or a policy file such as"
+        " results/pong-v5/policy.safetensors)"
         " and print each score",
     )
     episodes: int = setting(

@@ -1,8 +1,10 @@
-"""Export a run's policy as a small file to share: ``python -m pong.export RUN OUT.npz``.
+"""Export a run's policy as a small file to share: ``python -m pong.export RUN OUT.safetensors``.
 
-The file holds the weights alone, as float32, compressed (about 5 MB instead of
-a checkpoint's 20), with the run's counters and settings. ``python driver.py
---evaluate OUT.npz`` plays it; resuming training needs the checkpoint itself.
+The file holds the weights alone, as float32 (about 5 MB instead of a
+checkpoint's 20), with the run's counters and settings in its metadata: a
+safetensors file, which ``safetensors.numpy.load_file`` and PyTorch read too.
+``python driver.py --evaluate OUT.safetensors`` plays it, and ``--start-from
+OUT.safetensors`` trains it further in a new run.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m pong.export", description="Export a run's policy as a small file to share."
     )
     parser.add_argument("checkpoint", type=Path, help="a checkpoint file or a run directory")
-    parser.add_argument("output", type=Path, help="the policy file to write (.npz)")
+    parser.add_argument("output", type=Path, help="the policy file to write (.safetensors)")
     args = parser.parse_args(argv)
-    if args.output.suffix != ".npz":
-        parser.error(f"argument output: must end in .npz, got {str(args.output)!r}")
+    if args.output.suffix != ".safetensors":
+        parser.error(f"argument output: must end in .safetensors, got {str(args.output)!r}")
     if not args.output.parent.is_dir():
         parser.error(f"argument output: no such directory {args.output.parent}")
     if os.path.lexists(args.output):  # said before the loading; save_policy makes sure

@@ -1,18 +1,28 @@
-"""Writing files in directories others may share, so that no planted link redirects a write.
+"""Reading and writing files in directories others may share: no link followed, no hang.
 
 Run directories live on shared disks and in ``/tmp``, and policy files are made
-to be passed around, so every file the package writes goes through here:
+to be passed around, so every file the package reads or writes goes through here:
 
+- ``open_file``: a file to read. It is opened without following a link and
+  without blocking (a FIFO never hangs the reader), and refused unless it is a
+  regular file of at most ``max_bytes``.
 - ``atomic_write``: a whole file (checkpoint, policy, GIF, plot, a rewritten
   CSV). The temporary file is created exclusively, under an unpredictable name,
   in the target's directory, and renamed into place: a reader sees the old file
-  or the new one, and a link planted at either name is replaced, never followed.
-  With ``replace=False`` the file lands only if nothing has that name, in one
-  step (a hard link), so two writers of one output cannot both win.
+  or the new one, and a link planted at either name is never followed. With
+  ``replace=False`` the file lands only if nothing has that name, in one step (a
+  hard link), so two writers of one output cannot both win.
 - ``open_regular``: a file kept open and added to (the metrics CSVs, the lock).
   It is opened without following a link, refused unless it is a regular file
   with no other name, and never blocks on a FIFO.
 - ``create_new``: a file that must not exist yet (TensorBoard's event file).
+- ``Directory``: a run directory, opened once. Every name below it is made,
+  opened and written relative to its descriptor, without following a link, so a
+  link planted at ``RUN/watch`` (or swapped in for the run directory itself once
+  it is open) never sends a write elsewhere: it gets an ``OSError`` naming it.
+
+Every function takes ``dir_fd``, as ``os.open`` does: with it, ``path`` is a name
+inside that directory.
 """
 
 from __future__ import annotations
@@ -24,22 +34,81 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
-__all__ = ["atomic_write", "create_new", "open_regular"]
+__all__ = ["Directory", "atomic_write", "create_new", "open_file", "open_regular"]
+
+NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+KINDS = {
+    stat.S_ISDIR: "a directory",
+    stat.S_ISFIFO: "a FIFO",
+    stat.S_ISCHR: "a character device",
+    stat.S_ISBLK: "a block device",
+    stat.S_ISSOCK: "a socket",
+    stat.S_ISLNK: "a symbolic link",
+}
+
+
+class NotRegularError(OSError):
+    """A file to read that is no regular file of a bounded size; ``strerror`` says what it is."""
+
+
+def open_file(
+    path: str | os.PathLike, max_bytes: int | None = None, *, dir_fd: int | None = None
+) -> BinaryIO:
+    """``path`` opened to read in binary, if it is a regular file of at most ``max_bytes``.
+
+    A link is refused, not followed; a device is refused before it is opened.
+
+    Raises:
+        FileNotFoundError: no such file.
+        NotRegularError: a link, FIFO, device, directory or socket, or a larger file.
+        OSError: it could not be opened (its reason).
+    """
+    _check_regular(os.lstat(path, dir_fd=dir_fd), path, max_bytes)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=dir_fd)
+    try:
+        _check_regular(os.fstat(fd), path, max_bytes)  # the file opened, whatever replaced it
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _check_regular(info: os.stat_result, path: str | os.PathLike, max_bytes: int | None) -> None:
+    for test, kind in KINDS.items():
+        if test(info.st_mode):
+            raise NotRegularError(errno.EINVAL, f"{kind}, not a regular file", str(path))
+    if not stat.S_ISREG(info.st_mode):
+        raise NotRegularError(errno.EINVAL, "not a regular file", str(path))
+    if max_bytes is not None and info.st_size > max_bytes:
+        raise NotRegularError(
+            errno.EFBIG,
+            f"{info.st_size:,} bytes, more than the {max_bytes:,} ({max_bytes / 2**20:g} MiB)"
+            " such a file can have",
+            str(path),
+        )
 
 
 @contextmanager
 def atomic_write(
-    path: str | os.PathLike, mode: str = "wb", *, replace: bool = True, **kwargs
+    path: str | os.PathLike,
+    mode: str = "wb",
+    *,
+    replace: bool = True,
+    dir_fd: int | None = None,
+    **kwargs,
 ) -> Iterator[IO]:
     """Write ``path`` whole or not at all, through a temporary file only this call made.
 
     Args:
-        path: the file to write.
+        path: the file to write (a name in ``dir_fd``, if given).
         mode: ``"wb"`` or ``"w"`` (then ``kwargs`` go to ``open``, e.g. ``newline``).
         replace: whether an existing ``path`` is replaced; if not, ``FileExistsError``
             is raised and ``path`` is untouched, whoever made it, however recently.
+        dir_fd: a directory's descriptor; then a link at ``path`` is refused (an
+            ``OSError`` naming it) rather than replaced.
 
     Example:
         >>> import tempfile, pathlib
@@ -50,38 +119,45 @@ def atomic_write(
         'hello'
     """
     path = Path(path)
+    if dir_fd is not None and replace:
+        _refuse_link(path, dir_fd)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")  # unpredictable
     # O_EXCL: never an existing file, never through a link; 0o666 less the umask, as open's.
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW
+    fd = os.open(tmp, flags, 0o666, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, mode, **kwargs) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        if replace:
-            os.replace(tmp, path)  # a link at ``path`` is replaced, not followed
-        else:
-            os.link(tmp, path)  # fails with EEXIST if anything, a link included, has the name
+        if replace:  # a link put at ``path`` meanwhile is replaced, not followed
+            os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        else:  # fails with EEXIST if anything, a link included, has the name
+            os.link(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
     finally:
         with suppress(FileNotFoundError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
 
 
-def open_regular(path: str | os.PathLike, mode: str = "a", **kwargs) -> IO:
+def _refuse_link(path: Path, dir_fd: int) -> None:
+    """Say so when a link sits at a name this program writes (it is never followed)."""
+    with suppress(FileNotFoundError):
+        if stat.S_ISLNK(os.lstat(path, dir_fd=dir_fd).st_mode):
+            raise OSError(errno.ELOOP, _REFUSED[errno.ELOOP], str(path))
+
+
+def open_regular(
+    path: str | os.PathLike, mode: str = "a", *, dir_fd: int | None = None, **kwargs
+) -> IO:
     """Open ``path`` to append (``"a"``) or read and write (``"a+"``), creating it if need be.
 
     Raises:
         OSError: ``path`` is a symbolic link, not a regular file (a FIFO, a device,
             a directory), or a hard link to a file that has other names.
     """
-    flags = os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    flags = os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | NOFOLLOW
     flags |= os.O_RDWR if "+" in mode else os.O_WRONLY
-    try:
-        fd = os.open(path, flags, 0o666)
-    except OSError as e:
-        if e.errno in _REFUSED:
-            raise OSError(e.errno, _REFUSED[e.errno], path) from None
-        raise
+    fd = _open(path, flags, dir_fd)
     try:
         _check_own(fd, path)
         os.set_blocking(fd, True)
@@ -94,20 +170,145 @@ def open_regular(path: str | os.PathLike, mode: str = "a", **kwargs) -> IO:
 _REFUSED = {
     errno.ELOOP: "a symbolic link; refusing to write through it",  # O_NOFOLLOW's answer
     errno.ENXIO: "not a regular file; refusing to write to it",  # a FIFO no one reads
+    errno.ENOTDIR: "not a directory; refusing to write below it",
 }
 
 
-def create_new(path: str | os.PathLike, mode: str = "xb") -> IO:
+def _open(path: str | os.PathLike, flags: int, dir_fd: int | None) -> int:
+    """``os.open``, with a link or FIFO in the way named as what it is."""
+    try:
+        return os.open(path, flags, 0o666, dir_fd=dir_fd)
+    except OSError as e:
+        code = e.errno
+        if code == errno.ENOTDIR and _is_link(path, dir_fd):  # O_DIRECTORY's answer to a link
+            code = errno.ELOOP
+        if code in _REFUSED:
+            raise OSError(code, _REFUSED[code], str(path)) from None
+        raise
+
+
+def _is_link(path: str | os.PathLike, dir_fd: int | None) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
+
+
+def create_new(path: str | os.PathLike, mode: str = "xb", *, dir_fd: int | None = None) -> IO:
     """Create ``path``, which must not exist (not even as a dangling link)."""
-    return open(path, mode)  # "x": O_CREAT | O_EXCL, which never follows a link
+    # O_EXCL never follows a link, dangling or not.
+    fd = _open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, dir_fd)
+    return os.fdopen(fd, mode.replace("x", "w"))
 
 
 def _check_own(fd: int, path: str | os.PathLike) -> None:
     """Refuse a file that is not a regular file of one name (it would write elsewhere)."""
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
-        raise OSError(errno.EINVAL, "not a regular file; refusing to write to it", path)
+        raise OSError(errno.EINVAL, "not a regular file; refusing to write to it", str(path))
     if info.st_nlink != 1:
         raise OSError(
-            errno.EINVAL, "a hard link to a file with other names; refusing to write", path
+            errno.EINVAL, "a hard link to a file with other names; refusing to write", str(path)
         )
+
+
+class Directory:
+    """A directory opened once, and what is read and written below it, link by link refused.
+
+    Args:
+        path: the directory, as messages name it.
+        fd: its descriptor, owned (closed by ``close``).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> run = Directory.open(pathlib.Path(tempfile.mkdtemp()) / "run", create=True)
+        >>> with run.write("a.txt", "w") as f:
+        ...     _ = f.write("hello")
+        >>> run.names(), run.subdirectory("watch").names()
+        (['a.txt'], [])
+        >>> run.close()
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path, self.fd = path, fd
+
+    @classmethod
+    def open(cls, path: Path, *, create: bool = False, dir_fd: int | None = None) -> Directory:
+        """The directory ``path``, made first if ``create`` (its parents too, unless in
+        ``dir_fd``); a link at ``path`` itself is refused.
+
+        Raises:
+            OSError: no such directory, a link or a file at ``path``, or it cannot be made.
+        """
+        where = path if dir_fd is None else path.name  # in ``dir_fd``: its name there
+        with _naming(path):
+            if create:
+                if dir_fd is None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                with suppress(FileExistsError):
+                    os.mkdir(where, dir_fd=dir_fd)
+            return cls(path, _open(where, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW, dir_fd))
+
+    def __repr__(self) -> str:
+        return f"Directory({str(self.path)!r})"
+
+    def subdirectory(self, name: str) -> Directory:
+        """The directory ``name`` in this one, made if need be; a link there is refused."""
+        return Directory.open(self.path / name, create=True, dir_fd=self.fd)
+
+    def write(self, name: str, mode: str = "wb", **kwargs):
+        """``atomic_write`` of the file ``name`` in this directory (a link there is refused)."""
+        return _named(atomic_write(name, mode, dir_fd=self.fd, **kwargs), self.path / name)
+
+    def append(self, name: str, mode: str = "a", **kwargs) -> IO:
+        """``open_regular`` of the file ``name`` in this directory."""
+        with _naming(self.path / name):
+            return open_regular(name, mode, dir_fd=self.fd, **kwargs)
+
+    def create(self, name: str) -> IO:
+        """``create_new`` of the file ``name`` in this directory, to write in binary."""
+        with _naming(self.path / name):
+            return create_new(name, dir_fd=self.fd)
+
+    def read(self, name: str, max_bytes: int | None = None) -> BinaryIO:
+        """``open_file`` of the file ``name`` in this directory."""
+        with _naming(self.path / name):
+            return open_file(name, max_bytes, dir_fd=self.fd)
+
+    def lstat(self, name: str) -> os.stat_result | None:
+        """What has ``name`` here, without following a link (``None``: nothing)."""
+        try:
+            return os.lstat(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            return None
+
+    def names(self) -> list[str]:
+        """The names in this directory, sorted."""
+        return sorted(os.listdir(self.fd))
+
+    def remove(self, name: str) -> None:
+        """Remove the file ``name`` from this directory, if it is there."""
+        with suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=self.fd)
+
+    def close(self) -> None:
+        """Close the descriptor; closing twice is harmless."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An ``OSError`` that names the file by its whole path, not its name in the directory."""
+    try:
+        yield
+    except OSError as e:
+        e.filename = str(path)
+        raise
+
+
+@contextmanager
+def _named(writing, path: Path) -> Iterator[IO]:
+    with _naming(path), writing as f:
+        yield f

@@ -19,14 +19,13 @@ import csv
 import math
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
-from pong import reading
 from pong.errors import UsageError, quiet_when_piped
-from pong.files import atomic_write, open_regular
+from pong.files import Directory, open_file
 
 if TYPE_CHECKING:
     from pong.train import Trainer, Update
@@ -65,18 +64,19 @@ class MetricsFileError(UsageError, ValueError):
 
 
 class MetricsLog:
-    """Appends rows to ``updates.csv`` and ``episodes.csv`` in ``run_dir``."""
+    """Appends rows to ``updates.csv`` and ``episodes.csv`` in the run directory ``run_dir``."""
 
-    def __init__(self, run_dir: str | os.PathLike, after: int | None = None) -> None:
+    def __init__(self, run_dir: Directory | str | os.PathLike, after: int | None = None) -> None:
         """Open the files; with ``after``, first drop rows of updates later than ``after``."""
-        run_dir = Path(run_dir)
         self._files, self._writers = [], {}
+        if not isinstance(run_dir, Directory):
+            run_dir = Directory.open(Path(run_dir))
+            self._files.append(run_dir)  # closed with the files
         for name, fields in ((UPDATES, UPDATE_FIELDS), (EPISODES, EPISODE_FIELDS)):
-            path = run_dir / name
             if after is not None:
-                _drop_rows_after(path, after)
-            new = not path.exists() or path.stat().st_size == 0
-            f = open_regular(path, "a", newline="")  # never through a planted link
+                _drop_rows_after(run_dir, name, after)
+            f = run_dir.append(name, newline="")  # never through a planted link
+            new = os.fstat(f.fileno()).st_size == 0
             writer = csv.DictWriter(f, fieldnames=fields)
             if new:
                 writer.writeheader()
@@ -115,8 +115,8 @@ class MetricsLog:
             f.close()
 
 
-def _drop_rows_after(path: Path, update: int) -> None:
-    """Rewrite ``path`` (atomically) without the rows whose update is later than ``update``.
+def _drop_rows_after(run_dir: Directory, name: str, update: int) -> None:
+    """Rewrite ``name`` (atomically) without the rows whose update is later than ``update``.
 
     A last line without its newline was cut off by a kill while being written,
     and goes too.
@@ -125,9 +125,10 @@ def _drop_rows_after(path: Path, update: int) -> None:
         MetricsFileError: not a regular file, or a line that is not a metrics row
             (the file was edited), named by its number.
     """
-    if not path.exists():
+    path = run_dir.path / name
+    if run_dir.lstat(name) is None:
         return
-    lines = _WholeLines(path)
+    lines = _WholeLines(path, lambda: run_dir.read(name))
     reader = csv.DictReader(lines)
     kept, rows = [], 0
     for number, row in _numbered(lines, reader):
@@ -142,7 +143,7 @@ def _drop_rows_after(path: Path, update: int) -> None:
     torn = lines.torn
     if reader.fieldnames is None or (len(kept) == rows and not torn):
         return
-    with atomic_write(path, "w", newline="") as f:
+    with run_dir.write(name, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=reader.fieldnames)
         writer.writeheader()
         writer.writerows(kept)
@@ -161,16 +162,17 @@ class _WholeLines:
             not UTF-8 text.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, opener: Callable[[], BinaryIO] | None = None) -> None:
         self.path, self.torn, self.number = path, False, 0  # number: of the last line read
+        self.opener = opener or (lambda: open_file(path))
 
     def __iter__(self) -> Iterator[str]:
         try:
-            f = reading.open_file(self.path)
+            f = self.opener()
         except FileNotFoundError:
             raise MetricsFileError(f"{self.path}: no such file") from None
-        except reading.ReadError as e:
-            raise MetricsFileError(f"{self.path}: not a metrics file ({e})") from None
+        except OSError as e:
+            raise MetricsFileError(f"{self.path}: not a metrics file ({e.strerror})") from None
         with f:
             while line := f.readline(MAX_LINE + 1):
                 self.number += 1

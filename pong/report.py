@@ -53,6 +53,14 @@ def announce(run: Run, options: Options, where: str) -> None:
     if options.until_mean is not None:
         stops.append(f"until the running mean is above {options.until_mean:g}")
     until = " or ".join(stops) or ("until `ray job stop`" if in_ray_job() else "until Ctrl-C")
+    if run.start_from is not None:
+        path, source = run.start_from
+        mean = "-" if source.running_reward is None else f"{source.running_reward:.2f}"
+        print(
+            f"Starting a new run from the weights of {path} (update {source.iteration} of its"
+            f" run, running mean {mean}), with a fresh RMSProp cache",
+            flush=True,
+        )
     print(
         f"Running on {where}: batch size {config.batch_size}, env {config.env},"
         f" seed {config.seed}, learning rate {config.learning_rate:g}, {until}",

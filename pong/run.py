@@ -8,21 +8,24 @@ last checkpoint lacks.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from typing import IO, Any
 
 from pong import snapshot
 from pong.board import EVENTS, Board
-from pong.checkpoint import FILENAME, Checkpoint, CheckpointError, load, save
+from pong.checkpoint import FILENAME, OLD_FILENAME, Checkpoint, CheckpointError, encode, load
 from pong.config import Config, fresh_seed
 from pong.errors import UsageError, writing
-from pong.files import atomic_write, open_regular
+from pong.files import Directory
 from pong.metrics import EPISODES, UPDATES, MetricsLog
+from pong.model import zeros_like_weights
 from pong.train import Trainer, Update
 
 __all__ = ["JOB_CONFIG", "JOB_RUNS", "Run", "in_ray_job", "lock"]
@@ -49,13 +52,13 @@ def kept_after_the_job(path: Path, flag: str) -> Path:
     return path
 
 
-def lock(directory: Path) -> IO[str]:
+def lock(directory: Directory) -> IO[str]:
     """An exclusive OS lock on ``directory``, released when this process ends, however.
 
     Raises:
         UsageError: another process holds it; the message names that process.
     """
-    f = open_regular(directory / LOCK, "a+")  # kept open: the lock lives with it
+    f = directory.append(LOCK, "a+")  # kept open: the lock lives with it
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -63,7 +66,7 @@ def lock(directory: Path) -> IO[str]:
         holder = f.read().strip() or "another process"
         f.close()
         raise UsageError(
-            f"{directory} is in use by {holder}; one driver per run directory"
+            f"{directory.path} is in use by {holder}; one driver per run directory"
         ) from None
     f.seek(0)
     f.truncate()
@@ -81,6 +84,7 @@ class Run:
         self.directory = directory
         self.config = config
         self.saved = saved  # the checkpoint this run resumes from (None: a new run)
+        self.start_from: tuple[Path, Checkpoint] | None = None  # --start-from: file, contents
         self.checkpoint_every = checkpoint_every
         self.watch_every = 0  # updates between snapshots (pong.snapshot); 0: none
         self.checkpoint_path = directory / FILENAME
@@ -88,16 +92,37 @@ class Run:
         self.board: Board | None = None  # TensorBoard's events, opened with them too
         self.saved_at = saved.iteration if saved else 0  # the update the checkpoint holds
         self.lock: IO[str] | None = None
+        self.dir: Directory | None = None  # the directory, opened once: no link below it followed
         self.made = False  # this run made the directory (removed again if left empty)
         self.stamp: tuple[int, int] | None = None  # which save of the checkpoint was read
 
     @classmethod
-    def start(cls, directory: Path | None, config: Config, checkpoint_every: int) -> Run:
+    def start(
+        cls,
+        directory: Path | None,
+        config: Config,
+        checkpoint_every: int,
+        start_from: Path | None = None,
+        env_given: bool = True,
+    ) -> Run:
         """A new run in ``directory``; a random seed if none.
 
         The default directory is ``runs/<start time>``, or ``~/ray_results/pong/<start
-        time>`` in a Ray job.
+        time>`` in a Ray job. With ``start_from``, a policy file, checkpoint or run
+        directory, the run starts from its weights with a fresh RMSProp cache and
+        counters from 0, and plays its env unless ``env_given``.
+
+        Raises:
+            UsageError: ``start_from`` cannot be read as weights.
         """
+        initial = None
+        if start_from is not None:
+            try:
+                initial = load(start_from, policy=True)
+            except CheckpointError as e:
+                raise UsageError(f"--start-from: {e}") from None
+            if not env_given:
+                config = dataclasses.replace(config, env=initial.config.env)
         if directory is None:
             runs = Path(JOB_RUNS).expanduser() if in_ray_job() else Path("runs")
             directory = runs / time.strftime("%Y%m%d-%H%M%S")
@@ -106,7 +131,27 @@ class Run:
         directory = kept_after_the_job(directory, "--run-dir")
         if config.seed is None:
             config = dataclasses.replace(config, seed=fresh_seed())
-        return cls(directory, config, None, checkpoint_every)
+        run = cls(directory, config, None, checkpoint_every)
+        run.start_from = None if initial is None else (start_from, initial)
+        return run
+
+    @property
+    def initial(self) -> Checkpoint | None:
+        """The state training starts from: the checkpoint resumed, or ``--start-from``'s
+        weights with a fresh RMSProp cache and counters from 0 (``None``: fresh weights)."""
+        if self.saved is not None or self.start_from is None:
+            return self.saved
+        weights = self.start_from[1].weights
+        return Checkpoint(
+            weights=weights,
+            rmsprop_cache=zeros_like_weights(weights),
+            iteration=0,
+            episodes=0,
+            steps=0,
+            running_reward=None,
+            best_running_reward=None,
+            config=self.config,
+        )
 
     @classmethod
     def resume(cls, path: Path, flags: dict[str, Any], checkpoint_every: int) -> Run:
@@ -119,8 +164,8 @@ class Run:
         kept_after_the_job(path, "--resume")
         if path.is_file() and path.name != FILENAME:  # a copy: training on would rewind its run
             raise UsageError(
-                f"--resume: {path} is not its run's {FILENAME}; to start a new run from it, copy"
-                f" it to NEW_DIR/{FILENAME} and --resume NEW_DIR"
+                f"--resume: {path} is not a run's {FILENAME}; to start a new run from its"
+                f" weights: driver.py --start-from {path}"
             )
         directory = path if path.is_dir() else path.parent
         stamp = saved_stamp(directory / FILENAME)  # before reading: a later save must show
@@ -145,12 +190,16 @@ class Run:
             UsageError: the directory cannot be made or written, another driver
                 owns it, or it holds files this run must not write over.
         """
+        if self.directory.is_symlink():
+            raise UsageError(
+                f"run directory {self.directory} is a symbolic link; give the directory itself"
+            )
         if self.directory.exists() and not self.directory.is_dir():
             raise UsageError(f"run directory {self.directory} is a file, not a directory")
         try:
             self.made = not self.directory.exists()
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self.lock = lock(self.directory)
+            self.dir = Directory.open(self.directory, create=True)
+            self.lock = lock(self.dir)
         except OSError as e:
             where = e.filename or f"run directory {self.directory}"  # the lock file, say
             raise UsageError(f"{where}: {e.strerror or e}") from None
@@ -160,35 +209,37 @@ class Run:
             raise UsageError(f"{self.checkpoint_path} changed since it was read; try again")
         else:  # drops the rows of updates the checkpoint lacks, before Ray starts
             with writing(self.directory / UPDATES, "the metrics were left as they were"):
-                self.metrics = MetricsLog(self.directory, after=self.saved.iteration)
+                self.metrics = MetricsLog(self.dir, after=self.saved.iteration)
 
     def _check_empty(self) -> None:
         """Refuse a new run in a directory that holds an earlier run's checkpoint or metrics."""
-        if self.checkpoint_path.exists():
+        names = self.dir.names()
+        if FILENAME in names or OLD_FILENAME in names:
             raise UsageError(
                 f"{self.directory} already holds a run; continue it with --resume {self.directory}"
                 " or choose another --run-dir"
             )
         for name in (UPDATES, EPISODES):
-            if _holds_rows(self.directory / name):
+            if _holds_rows(self.dir, name):
                 raise UsageError(
                     f"{self.directory} already holds a run's {name}; choose another --run-dir"
                 )
-        for path in self.directory.glob(f"{EVENTS}*"):
-            raise UsageError(
-                f"{self.directory} already holds a run's TensorBoard events ({path.name});"
-                " choose another --run-dir"
-            )
+        for name in names:
+            if name.startswith(EVENTS):
+                raise UsageError(
+                    f"{self.directory} already holds a run's TensorBoard events ({name});"
+                    " choose another --run-dir"
+                )
 
     def record(self, update: Update, trainer: Trainer) -> None:
         """The metrics of the update ``trainer`` just made; its checkpoint when one is due."""
         with writing(self.directory / UPDATES, "the metrics stop at the update before"):
             if self.metrics is None:  # a new run's, opened with its first rows
-                self.metrics = MetricsLog(self.directory)
+                self.metrics = MetricsLog(self.dir)
             self.metrics.record(update, trainer)
         with writing(self.directory, "the TensorBoard curves stop at the update before"):
             if self.board is None:  # hides what a killed run logged past the checkpoint
-                self.board = Board(self.directory, self.saved.steps if self.saved else None)
+                self.board = Board(self.dir, self.saved.steps if self.saved else None)
             self.board.record(update, trainer)
         if trainer.iteration % self.checkpoint_every == 0:
             self.save(trainer)
@@ -201,13 +252,16 @@ class Run:
         watched = self.directory / WATCH
         n = trainer.iteration
         with writing(watched, "no picture or game of this update was kept"):
-            watched.mkdir(exist_ok=True)
-            for name, data in (
-                (f"weights-{n:06d}.png", shot.weights_png),
-                (f"game-{n:06d}.gif", shot.game_gif),
-            ):
-                with atomic_write(watched / name) as f:
-                    f.write(data)
+            watch_dir = self.dir.subdirectory(WATCH)  # a link planted there is refused
+            try:
+                for name, data in (
+                    (f"weights-{n:06d}.png", shot.weights_png),
+                    (f"game-{n:06d}.gif", shot.game_gif),
+                ):
+                    with watch_dir.write(name) as f:
+                        f.write(data)
+            finally:
+                watch_dir.close()
             self.board.image("watch/weights", shot.weights_png, shot.weights_shape, trainer.steps)
             self.board.image("watch/game", shot.game_gif, shot.game_shape, trainer.steps)
 
@@ -215,7 +269,8 @@ class Run:
         """Save ``trainer``'s state; on failure the previous checkpoint stays as it was."""
         kept = f"the checkpoint of update {self.saved_at} is intact" if self.saved_at else ""
         with writing(self.checkpoint_path, kept or "no checkpoint was saved"):
-            save(self.checkpoint_path, trainer.checkpoint())
+            with self.dir.write(FILENAME) as f:
+                f.write(encode(trainer.checkpoint()))
         self.saved_at = trainer.iteration
 
     def close(self, trainer: Trainer | None = None) -> None:
@@ -234,28 +289,33 @@ class Run:
         if trainer is not None and trainer.iteration > self.saved_at:
             self.save(trainer)
         if self.lock is not None:
-            if self.made and [p.name for p in self.directory.iterdir()] == [LOCK]:
-                (self.directory / LOCK).unlink()
-                self.directory.rmdir()
+            if self.made and self.dir.names() == [LOCK]:
+                self.dir.remove(LOCK)
+                with contextlib.suppress(OSError):  # someone put a file in it meanwhile
+                    self.directory.rmdir()
             self.lock.close()
             self.lock = None
+        if self.dir is not None:
+            self.dir.close()
+            self.dir = None
 
 
-def _holds_rows(path: Path) -> bool:
-    """Whether the metrics file ``path`` holds more than a header; anything but a regular
+def _holds_rows(directory: Directory, name: str) -> bool:
+    """Whether the metrics file ``name`` holds more than a header; anything but a regular
     file holds something (a FIFO is not read: it could block forever)."""
-    if not os.path.lexists(path):
+    info = directory.lstat(name)
+    if info is None:
         return False
-    if not path.is_file() or path.is_symlink():
+    if not stat.S_ISREG(info.st_mode):
         return True
-    with open(path, "rb") as f:
+    with directory.read(name) as f:
         return len(f.read(64 * 1024).splitlines()) > 1  # a header is one short line
 
 
 def saved_stamp(path: Path) -> tuple[int, int] | None:
     """What tells one save of ``path`` from the next (each save is a new file, renamed in)."""
     try:
-        stat = path.stat()
+        info = path.lstat()
     except FileNotFoundError:
         return None
-    return stat.st_ino, stat.st_mtime_ns
+    return info.st_ino, info.st_mtime_ns

@@ -1,9 +1,12 @@
 """The training loop's state and one update, as Ray's Pong example has it.
 
 ``Trainer.step`` is one update: ``play`` puts the model in the object store
-once, starts a game on every ``RolloutWorker``, adds each gradient up as it
-arrives (``ray.wait``) and gives that worker the batch's next game; ``apply``
-applies RMSProp and counts the update. There are as many workers as can play at
+once, starts a game on every ``RolloutWorker``, takes each result as it
+arrives (``ray.wait``), adds it in game order (``Update.add``) and gives that
+worker the batch's next game; ``apply`` applies RMSProp and counts the update.
+Adding in game order (game 0, 1, 2, ...), whatever order the games finish in,
+makes a seed's run the same bytes with any number of workers or nodes and
+across a resume: floating-point sums depend on their order. There are as many workers as can play at
 once: one per CPU, at most the batch size. Which game goes where and what to do
 about a worker Ray is restarting is ``pong.schedule.Games``'s business;
 counting the games of an update is ``Update``'s.
@@ -42,7 +45,7 @@ class NonFiniteError(PongError):
 
 @dataclass
 class Update:
-    """What one update did, game by game in the order the games arrived."""
+    """What one update did, game by game in game order (game 0, 1, 2, ...)."""
 
     iteration: int  # this update's number, from 1
     running_reward: float | None  # the running mean of game scores, after each game added
@@ -53,10 +56,22 @@ class Update:
     left_out: int = 0  # games whose gradient was not finite
     seconds: float = 0.0  # wall time of the whole update
     started: float = 0.0  # time.perf_counter() when it began
+    held: dict[int, Result] = field(default_factory=dict)  # games in before an earlier one
 
     def add(self, game: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
-        """Count game ``game``: its gradient into ``grad_buffer``, its score into the running
-        mean."""
+        """Count game ``game`` (from 0) once every earlier game of the batch is counted.
+
+        A game that finishes before an earlier one is held until that one is in,
+        so the gradient sum and the running mean take the games in game order
+        whatever order they finish in. At worst (game 0 finishes last) all the
+        batch's other results are held at once: a ``SparseGrad`` each.
+        """
+        self.held[game] = result
+        while self.rollouts in self.held:  # the next game in order is in
+            self._count(self.rollouts, self.held.pop(self.rollouts), grad_buffer)
+
+    def _count(self, game: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
+        """Game ``game``'s gradient into ``grad_buffer``, its score into the running mean."""
         if result.restarted:
             self.messages.append(
                 "note: a worker's process had died; Ray restarted it and its game was played again"
