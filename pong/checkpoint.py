@@ -110,7 +110,26 @@ def encode(checkpoint: Checkpoint, *, policy: bool = False) -> bytes:
         }
         # safetensors writes an array's memory as it lies: W1 is column-major here
         tensors = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}
-    return safetensors.numpy.save(tensors, metadata=metadata(checkpoint, policy))
+    return _in_order(safetensors.numpy.save(tensors, metadata=metadata(checkpoint, policy)))
+
+
+def _in_order(data: bytes) -> bytes:
+    """``data`` with its header's metadata in sorted order, so that one state is one file.
+
+    safetensors writes the metadata in its hash map's order, which changes from
+    process to process; the same entries in another order are the same length.
+    """
+    length = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + length])
+    tensors = sorted(
+        (k for k in header if k != "__metadata__"), key=lambda k: header[k]["data_offsets"]
+    )
+    ordered = {"__metadata__": dict(sorted(header["__metadata__"].items()))}
+    ordered.update((k, header[k]) for k in tensors)
+    text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(text) > length:  # never: the same entries, written as compactly
+        raise ValueError("the sorted header is longer than safetensors' own")
+    return data[:8] + text.ljust(length) + data[8 + length :]
 
 
 def metadata(checkpoint: Checkpoint, policy: bool = False) -> dict[str, str]:

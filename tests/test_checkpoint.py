@@ -308,3 +308,22 @@ def test_the_shipped_policy_loads_as_safetensors_reads_it() -> None:
         np.testing.assert_array_equal(loaded.weights[k], tensors[k].astype(np.float64))
     assert (loaded.iteration, loaded.episodes, loaded.config.seed) == (2000, 20000, 2016)
     assert loaded.config.env == "ALE/Pong-v5"
+
+
+def test_one_state_is_one_file_in_any_process() -> None:
+    """safetensors writes its metadata in a hash map's order, which changes per process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib, sys; from tests.test_checkpoint import make_checkpoint;"
+        " from pong.checkpoint import encode;"
+        " sys.stdout.write(hashlib.sha256(encode(make_checkpoint())).hexdigest())"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(4)
+    }
+    assert len(digests) == 1

@@ -209,7 +209,7 @@ def test_until_mean_stops_at_the_first_update_above_it_and_a_resume_past_it_is_r
     assert proc.stdout.splitlines()[-1] == (
         f"Done: {len(running)} updates ({len(running) - 2} in this run), {4 * len(running)}"
         f" episodes, best running mean {running[-1]:.2f}; the running mean is above -2.5;"
-        f" checkpoint: {run}/checkpoint.npz"
+        f" checkpoint: {run}/checkpoint.safetensors"
     )
 
     assert driver.main(["--resume", str(run), "--until-mean=-2.5"]) == 2
@@ -221,16 +221,22 @@ def test_until_mean_stops_at_the_first_update_above_it_and_a_resume_past_it_is_r
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--resume", "{tmp}/nowhere"], "--resume: {tmp}/nowhere/checkpoint.npz: no such"),
-        (["--resume", "{tmp}/junk"], "--resume: {tmp}/junk/checkpoint.npz: unreadable or damaged"),
-        (["--resume", "{tmp}/old.npz"], "--resume: {tmp}/old.npz is not its run's checkpoint.npz"),
+        (["--resume", "{tmp}/nowhere"], "--resume: {tmp}/nowhere/checkpoint.safetensors: no such"),
+        (
+            ["--resume", "{tmp}/junk"],
+            "--resume: {tmp}/junk/checkpoint.safetensors: not a safetensors file (7 bytes long)",
+        ),
+        (
+            ["--resume", "{tmp}/old.safetensors"],
+            "--resume: {tmp}/old.safetensors is not a run's checkpoint.safetensors",
+        ),
         (["--resume", "{tmp}", "--run-dir", "{tmp}/x"], "a resumed run stays in its own"),
     ],
 )
 def test_bad_resume_is_one_line_and_writes_nothing(argv, message, tmp_path, capsys) -> None:
     (tmp_path / "junk").mkdir()
-    (tmp_path / "junk" / "checkpoint.npz").write_bytes(b"\x00" * 100)
-    (tmp_path / "old.npz").write_bytes(b"\x00" * 100)
+    (tmp_path / "junk" / "checkpoint.safetensors").write_bytes(b"\x00" * 7)
+    (tmp_path / "old.safetensors").write_bytes(b"\x00" * 100)
     (tmp_path / "nowhere").mkdir()
     before = sorted(p.name for p in tmp_path.rglob("*"))
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
@@ -320,8 +326,8 @@ def farewell_of(directory: Path) -> str:
     """``farewell`` for a saved run in ``directory``, stand-ins for the run and the trainer."""
     from types import SimpleNamespace
 
-    (directory / "checkpoint.npz").touch()
-    run = SimpleNamespace(directory=directory, checkpoint_path=directory / "checkpoint.npz")
+    (directory / "checkpoint.safetensors").touch()
+    run = SimpleNamespace(directory=directory, checkpoint_path=directory / "checkpoint.safetensors")
     trainer = SimpleNamespace(
         iteration=3, best_running_reward=-20.5, episodes=6, running_reward=-20.5
     )
@@ -400,7 +406,7 @@ def test_a_file_that_is_no_checkpoint_is_not_said_to_be_loadable_unsafely(tmp_pa
     (tmp_path / "notes.txt").write_text("hello")
     assert driver.main(["--evaluate", str(tmp_path / "notes.txt")]) == 2
     err = capsys.readouterr().err
-    assert "not a NumPy .npz file" in err and "unsafely" not in err
+    assert "not a safetensors file (5 bytes long)" in err and "unsafely" not in err
 
 
 @pytest.mark.ray

@@ -31,7 +31,7 @@ def run_dir(tmp_path):
     [
         ["pong.metrics", "{run}"],
         ["pong.compare", "{run}"],
-        ["pong.export", "{run}", "{tmp}/policy.npz"],
+        ["pong.export", "{run}", "{tmp}/policy.safetensors"],
         ["pong.plot", "{run}", "--output={tmp}/curve.png"],
     ],
 )

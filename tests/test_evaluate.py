@@ -131,9 +131,9 @@ def test_a_policy_file_plays_the_same_games_as_its_checkpoint(tmp_path, capsys) 
         Config(seed=4),
     )
     save(tmp_path / FILENAME, checkpoint)
-    save_policy(tmp_path / "policy.npz", checkpoint)
+    save_policy(tmp_path / "policy.safetensors", checkpoint)
     scores = []
-    for path in (tmp_path / FILENAME, tmp_path / "policy.npz"):
+    for path in (tmp_path / FILENAME, tmp_path / "policy.safetensors"):
         assert driver.main(["--evaluate", str(path), "--seed=5", "--episodes=2"]) == 0
         out = capsys.readouterr().out.splitlines()
         assert "(update 9), seed 5" in out[0]
@@ -144,7 +144,7 @@ def test_a_policy_file_plays_the_same_games_as_its_checkpoint(tmp_path, capsys) 
 
 def test_a_record_path_that_cannot_be_written_is_refused_before_playing(tmp_path, capsys) -> None:
     (tmp_path / "dir.gif").mkdir()
-    policy = ROOT / "results" / "pong-v5" / "policy.npz"
+    policy = ROOT / "results" / "pong-v5" / "policy.safetensors"
     assert driver.main(["--evaluate", str(policy), "--record", str(tmp_path / "dir.gif")]) == 2
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and "dir.gif is a directory" in captured.err
@@ -185,12 +185,12 @@ def _policy(path, env: str) -> None:
 
 
 def test_playing_another_env_than_the_policy_learned_is_said(tmp_path, capsys) -> None:
-    _policy(tmp_path / "pong.npz", "Pong-v0")
-    assert driver.main(["--evaluate", str(tmp_path / "pong.npz"), f"--env={TOY.env}"]) == 0
+    _policy(tmp_path / "pong.safetensors", "Pong-v0")
+    assert driver.main(["--evaluate", str(tmp_path / "pong.safetensors"), f"--env={TOY.env}"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1] == f"note: this policy was trained on 'Pong-v0', not {TOY.env}"
-    _policy(tmp_path / "toy.npz", TOY.env)
-    assert driver.main(["--evaluate", str(tmp_path / "toy.npz"), f"--env={TOY.env}"]) == 0
+    _policy(tmp_path / "toy.safetensors", TOY.env)
+    assert driver.main(["--evaluate", str(tmp_path / "toy.safetensors"), f"--env={TOY.env}"]) == 0
     assert "note:" not in capsys.readouterr().out  # its own env: nothing to say
 
 

@@ -10,11 +10,11 @@ from tests.test_checkpoint import make_checkpoint
 
 def test_export_writes_a_policy_file_and_says_so(tmp_path, capsys) -> None:
     save(tmp_path / FILENAME, make_checkpoint())
-    assert main([str(tmp_path), str(tmp_path / "agent.npz")]) == 0
+    assert main([str(tmp_path), str(tmp_path / "agent.safetensors")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"Wrote {tmp_path / 'agent.npz'} (")
+    assert out.startswith(f"Wrote {tmp_path / 'agent.safetensors'} (")
     assert "policy of update 7, 70 episodes, running mean -20.43" in out
-    policy = load(tmp_path / "agent.npz", policy=True)
+    policy = load(tmp_path / "agent.safetensors", policy=True)
     np.testing.assert_allclose(policy.weights["W1"], load(tmp_path).weights["W1"], rtol=6e-8)
 
 
@@ -22,12 +22,12 @@ def test_export_writes_a_policy_file_and_says_so(tmp_path, capsys) -> None:
     ("argv", "message"),
     [
         (
-            ["{tmp}/nowhere", "{tmp}/a.npz"],
-            "argument checkpoint: {tmp}/nowhere/checkpoint.npz: no such",
+            ["{tmp}/nowhere", "{tmp}/a.safetensors"],
+            "argument checkpoint: {tmp}/nowhere/checkpoint.safetensors: no such",
         ),
-        (["{tmp}", "{tmp}/a.gif"], "argument output: must end in .npz"),
-        (["{tmp}", "{tmp}/no/a.npz"], "argument output: no such directory {tmp}/no"),
-        (["{tmp}", "{tmp}/checkpoint.npz"], "argument output: {tmp}/checkpoint.npz exists"),
+        (["{tmp}", "{tmp}/a.gif"], "argument output: must end in .safetensors"),
+        (["{tmp}", "{tmp}/no/a.safetensors"], "argument output: no such directory {tmp}/no"),
+        (["{tmp}", "{tmp}/checkpoint.safetensors"], "argument output: {tmp}/checkpoint.safetensors exists"),
     ],
 )
 def test_bad_arguments_are_one_line(argv, message, tmp_path, capsys) -> None:
@@ -38,5 +38,5 @@ def test_bad_arguments_are_one_line(argv, message, tmp_path, capsys) -> None:
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.splitlines()
     assert err[-1].startswith(f"python -m pong.export: error: {message.format(tmp=tmp_path)}")
-    assert not (tmp_path / "a.npz").exists()
+    assert not (tmp_path / "a.safetensors").exists()
     assert load(tmp_path).rmsprop_cache is not None  # the run's checkpoint is still whole

@@ -108,7 +108,7 @@ def test_a_worker_that_keeps_dying_stops_the_run_with_one_line(tmp_path) -> None
     assert "is gone and Ray can no longer restart it" in line
     assert f"up to {MAX_RESTARTS} times" in line
     assert "Traceback" not in err
-    assert (tmp_path / "run" / "checkpoint.npz").exists()  # the last finished update is kept
+    assert (tmp_path / "run" / "checkpoint.safetensors").exists()  # the last finished update is kept
 
 
 FUTEX = {"x86_64": "202", "aarch64": "98"}.get(platform.machine())  # its system call number
@@ -169,7 +169,7 @@ def test_when_its_own_ray_dies_the_driver_stops_saved_with_one_line_and_ends_tha
     [line] = err.splitlines()  # and no traceback
     assert line == (
         f"driver.py: error: the local Ray's {name} (pid {target}) died; the last finished update"
-        f" ({printed[-1]}) is saved in {run}/checkpoint.npz"
+        f" ({printed[-1]}) is saved in {run}/checkpoint.safetensors"
     )
     assert load(run).iteration == printed[-1]  # every update it printed, none it did not
     assert out.read_text().splitlines()[-1].startswith(f"Done: {printed[-1]} updates")

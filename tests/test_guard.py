@@ -53,7 +53,7 @@ def test_the_guard_ends_the_session_and_says_which_process_died_before_the_drive
         "driver": driver.pid,
         "session_dir": str(session),
         "watched": {"raylet": raylet.pid, "GCS": gcs.pid},
-        "checkpoint": str(tmp_path / "run" / "checkpoint.npz"),
+        "checkpoint": str(tmp_path / "run" / "checkpoint.safetensors"),
     }
     guard = start_guard(orders)
     try:

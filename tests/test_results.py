@@ -69,8 +69,8 @@ def test_results_md_quotes_each_runs_summary(run) -> None:
 
 
 def test_the_shipped_policy_and_metrics_are_from_the_same_run() -> None:
-    policy = load(RUN / "policy.npz", policy=True)
-    assert (RUN / "policy.npz").stat().st_size < 10e6
+    policy = load(RUN / "policy.safetensors", policy=True)
+    assert (RUN / "policy.safetensors").stat().st_size < 10e6
     assert policy.config == Config(seed=policy.config.seed)  # every setting at its default
     updates = _rows(RUN / "updates.csv")
     assert [int(r["update"]) for r in updates] == list(range(1, policy.iteration + 1))
@@ -107,7 +107,7 @@ def test_each_final_policy_played_the_20_fixed_game_seeds_as_results_md_says(run
 
 @pytest.mark.ale
 def test_the_shipped_policy_plays_its_quoted_game_and_far_better_than_a_fresh_one() -> None:
-    shipped = load(RUN / "policy.npz", policy=True)
+    shipped = load(RUN / "policy.safetensors", policy=True)
     [(won, lost, steps)] = play_games(Model.from_weights(shipped.weights), "ALE/Pong-v5", 1, seed=0)
     quoted = (RUN / "evaluation.txt").read_text().splitlines()[1]
     assert (

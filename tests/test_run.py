@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pong import checkpoint as ckpt
+import pong.run
 from pong.checkpoint import FILENAME, Checkpoint, load, save
 from pong.config import Config
 from pong.errors import RunFileError, UsageError
@@ -100,9 +100,9 @@ def test_a_new_run_refuses_an_earlier_run_s_metrics_but_not_bare_headers(tmp_pat
 
 
 def test_resuming_from_a_copy_of_a_checkpoint_is_refused_as_it_would_rewind(tmp_path) -> None:
-    save(tmp_path / "old.npz", StandInTrainer(Config(seed=4)).checkpoint())
-    with pytest.raises(UsageError, match="is not its run's checkpoint.npz; to start a new run"):
-        Run.resume(tmp_path / "old.npz", {}, checkpoint_every=10)
+    save(tmp_path / "old.safetensors", StandInTrainer(Config(seed=4)).checkpoint())
+    with pytest.raises(UsageError, match="is not a run's checkpoint.safetensors; to start a new run"):
+        Run.resume(tmp_path / "old.safetensors", {}, checkpoint_every=10)
 
 
 def test_a_file_where_the_run_directory_belongs_is_one_line(tmp_path) -> None:
@@ -122,7 +122,7 @@ def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_last_checkpoint(
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(ckpt.np, "savez", full)
+    monkeypatch.setattr(pong.run, "encode", full)  # as a full disk fails the write
     with pytest.raises(RunFileError, match="No space left on device; the checkpoint of update 1"):
         run.record(trainer.play(), trainer)
     assert load(run.checkpoint_path).iteration == 1
