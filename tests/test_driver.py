@@ -18,7 +18,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import driver
 from pong import report
-from pong.checkpoint import load
+from pong.checkpoint import FILENAME, load
 from tests.helpers import (
     BATCH_LINE,
     ROOT,
@@ -168,7 +168,7 @@ def test_two_updates_then_resume_one_more(tmp_path) -> None:
     updates, episodes = _csv(run / "updates.csv"), _csv(run / "episodes.csv")
     assert [row["update"] for row in updates] == ["1", "2", "3"]
     assert [row["episode"] for row in episodes] == [str(i) for i in range(1, 7)]
-    # The running mean went on from the saved one, episode by episode in arrival order.
+    # The running mean went on from the saved one, episode by episode in game order.
     running = saved.running_reward
     for row in episodes[4:]:
         running = running * 0.99 + float(row["reward"]) * 0.01
@@ -185,6 +185,23 @@ def test_two_updates_then_resume_one_more(tmp_path) -> None:
         (int(row["steps"]), pytest.approx(float(row["running_reward"]))) for row in updates
     ]
     assert len(board.Scalars("charts/episodic_return")) == 6
+
+    # The same seed on 1 CPU, never stopped: the same bytes, the same rows but for the times.
+    alone = tmp_path / "alone"
+    proc = run_driver(
+        [*first[:2], "--iterations=3", "--seed=0", "--num-cpus=1", f"--run-dir={alone}"],
+        _local_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (alone / FILENAME).read_bytes() == (run / FILENAME).read_bytes()
+    timeless = [
+        {k: v for k, v in row.items() if k not in ("seconds", "steps_per_s")} for row in updates
+    ]
+    assert timeless == [
+        {k: v for k, v in row.items() if k not in ("seconds", "steps_per_s")}
+        for row in _csv(alone / "updates.csv")
+    ]
+    assert (alone / "episodes.csv").read_bytes() == (run / "episodes.csv").read_bytes()
 
 
 @pytest.mark.ray

@@ -122,18 +122,13 @@ def fuzz(cases: Cases, path: Path, read, error: type, valid) -> None:
     assert not failures, f"{len(failures)} of {count} cases:\n" + "\n".join(failures)
 
 
-# --- building damaged safetensors files, by hand (json and struct, not pong.checkpoint) --------
+# --- building safetensors files by hand (json and struct), damaged one way each -----------------
 
-Tensors = dict[str, tuple[object, object, bytes]]  # name: (dtype, shape, data), in file order
-BITS = {  # every dtype safetensors knows, and its bits per element
-    **dict.fromkeys(["BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0"], 8),
-    **dict.fromkeys(["F8_E4M3FNUZ", "F8_E5M2FNUZ"], 8),
-    **dict.fromkeys(["F4"], 4),
-    **dict.fromkeys(["F6_E2M3", "F6_E3M2"], 6),
-    **dict.fromkeys(["I16", "U16", "F16", "BF16"], 16),
-    **dict.fromkeys(["I32", "U32", "F32"], 32),
-    **dict.fromkeys(["I64", "U64", "F64", "C64"], 64),
-}
+Tensors = dict[str, tuple]  # name: (dtype, shape, data bytes), in the order of their data
+BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F8_E4M3FNUZ": 8}
+BITS |= {"F8_E5M2FNUZ": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "I16": 16, "U16": 16, "F16": 16}
+BITS |= {"BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64, "C64": 64}
+GONE = object()  # a header field left out
 
 
 class Raw(str):
@@ -141,24 +136,24 @@ class Raw(str):
 
 
 class Pairs(list):
-    """A JSON object as a list of (name, value) pairs, so that a name can appear twice."""
+    """A JSON object as (name, value) pairs, so that a name can appear twice."""
 
 
 def unpack(data: bytes) -> tuple[dict, Tensors]:
-    """A safetensors file's metadata and its tensors, in the order of their data."""
+    """A safetensors file's metadata, and its tensors in the order of their data."""
     (length,) = struct.unpack_from("<Q", data)
-    header = json.loads(data[8 : 8 + length])
-    meta, body = header.pop("__metadata__"), memoryview(data)[8 + length :]
+    header, body = json.loads(data[8 : 8 + length]), memoryview(data)[8 + length :]
+    meta = header.pop("__metadata__")
     order = sorted(header, key=lambda k: header[k]["data_offsets"])
     return meta, {
-        k: (header[k]["dtype"], header[k]["shape"], body[slice(*header[k]["data_offsets"])])
+        k: (*map(header[k].get, ("dtype", "shape")), body[slice(*header[k]["data_offsets"])])
         for k in order
     }
 
 
-def header_of(tensors: Tensors, meta: object = None) -> dict:
-    """The header of ``tensors`` laid end to end (``meta``: its ``__metadata__``, if any)."""
-    header, at = ({} if meta is None else {"__metadata__": meta}), 0
+def header_of(tensors: Tensors, meta: object) -> dict:
+    """The header of ``tensors`` laid end to end, with ``meta`` as its metadata."""
+    header, at = {"__metadata__": meta}, 0
     for name, (dtype, shape, raw) in tensors.items():
         header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + len(raw)]}
         at += len(raw)
@@ -166,35 +161,30 @@ def header_of(tensors: Tensors, meta: object = None) -> dict:
 
 
 def text(value: object) -> str:
-    """JSON for ``value``: ``Raw`` as it is, ``Pairs`` as an object (a name may be twice)."""
+    """JSON for ``value``: ``Raw`` as it is, ``Pairs`` as an object, ``GONE`` fields left out."""
     if isinstance(value, Raw):
         return value
-    if isinstance(value, dict):
-        value = Pairs(value.items())
-    if isinstance(value, Pairs):
-        return "{" + ",".join(f"{json.dumps(k)}:{text(v)}" for k, v in value) + "}"
+    if isinstance(value, dict | Pairs):
+        pairs = value.items() if isinstance(value, dict) else value
+        return "{" + ",".join(f"{json.dumps(k)}:{text(v)}" for k, v in pairs if v is not GONE) + "}"
     if isinstance(value, list):
         return "[" + ",".join(map(text, value)) + "]"
     return json.dumps(value)
 
 
-def build(header: object, body, length: int | None = None, tail: bytes = b"") -> bytes:
-    """A file: the 8-byte length (``length`` if given), the header (JSON, or bytes), ``body``."""
+def build(header: object, body: bytes, tail: bytes = b"") -> bytes:
+    """A file: the 8-byte length of ``header`` (JSON, or bytes), the header, ``body``."""
     raw = header if isinstance(header, bytes) else text(header).encode()
-    return b"".join([struct.pack("<Q", len(raw) if length is None else length), raw, body, tail])
+    return struct.pack("<Q", len(raw)) + raw + body + tail
 
 
 def pack(tensors: Tensors, meta: object) -> bytes:
-    """``tensors`` and ``meta`` as a well-formed file: offsets agree with the data."""
-    return build(header_of(tensors, meta), b"".join(raw for _, _, raw in tensors.values()))
-
-
-GONE = object()  # a field left out
+    """A well-formed file of ``tensors`` and ``meta``: the offsets fit the data."""
+    return build(header_of(tensors, meta), b"".join(raw for *_, raw in tensors.values()))
 
 
 def changed(header: dict, name: str, **fields) -> dict:
-    entry = {**header[name], **fields}
-    return {**header, name: {k: v for k, v in entry.items() if v is not GONE}}
+    return {**header, name: {**header[name], **fields}}
 
 
 def flipped(data: bytes, at: int, mask: int) -> bytes:
@@ -203,21 +193,14 @@ def flipped(data: bytes, at: int, mask: int) -> bytes:
     return bytes(out)
 
 
-def with_value(tensors: Tensors, meta: dict, name: str, index: int, value: float) -> bytes:
-    dtype, shape, raw = tensors[name]
-    array = np.frombuffer(raw, np.float64 if dtype == "F64" else np.float32).copy()
-    array[index] = value
-    return pack({**tensors, name: (dtype, shape, array.tobytes())}, meta)
-
-
-def as_dtype(tensors: Tensors, names, dtype: str) -> Tensors:
-    """``tensors`` with those of ``names`` converted to ``dtype`` (F32 or F64), values kept."""
-    kind = {"F32": np.float32, "F64": np.float64}
-    out = dict(tensors)
-    for name in names:
-        old, shape, raw = tensors[name]
-        out[name] = (dtype, shape, np.frombuffer(raw, kind[old]).astype(kind[dtype]).tobytes())
-    return out
+def as_floats(tensors: Tensors, name: str, dtype: str | None = None, at: int = 0, value=None):
+    """``tensors`` with ``name`` converted to float ``dtype``, ``value`` put at ``at``."""
+    kinds = {"F32": np.float32, "F64": np.float64}
+    old, shape, raw = tensors[name]
+    array = np.frombuffer(raw, kinds[old]).astype(kinds[dtype or old])
+    if value is not None:
+        array[at] = value
+    return {**tensors, name: (dtype or old, shape, array.tobytes())}
 
 
 def old_npz(meta: dict) -> bytes:
@@ -227,9 +210,6 @@ def old_npz(meta: dict) -> bytes:
     return out.getvalue()
 
 
-# --- the safetensors cases ---------------------------------------------------------------------
-
-
 def safetensors_cases(data: bytes, seed: int) -> Cases:
     """Damaged forms of ``data``, a checkpoint or a policy file."""
     rng = np.random.default_rng(seed)
@@ -237,11 +217,8 @@ def safetensors_cases(data: bytes, seed: int) -> Cases:
     good, body = header_of(tensors, meta), data[8 + struct.unpack_from("<Q", data)[0] :]
     return [
         *length_cases(data, rng),
-        *offset_cases(good, body),
-        *dtype_cases(good, body, tensors, meta, rng),
-        *shape_cases(good, body, tensors, meta),
-        *tensor_cases(good, body, tensors, meta),
-        *value_cases(tensors, meta),
+        *entry_cases(good, body, tensors),
+        *layout_cases(good, body, tensors, meta, rng),
         *meta_cases(good, body, meta),
         *damage_cases(data, rng),
         ("an old .npz", partial(old_npz, meta)),
@@ -251,298 +228,134 @@ def safetensors_cases(data: bytes, seed: int) -> Cases:
 def length_cases(data: bytes, rng: np.random.Generator) -> Cases:
     """The 8-byte header length: 0, 1, off by one, past the cap or the file, random."""
     (real,) = struct.unpack_from("<Q", data)
-    values = [0, 1, 2, real - 1, real + 1, MAX_HEADER_BYTES, MAX_HEADER_BYTES + 1]
-    values += [len(data) - 8, len(data) - 7, len(data), 2**32, 2**63, 2**64 - 1]
+    values = [0, 1, 2, real - 1, real + 1, MAX_HEADER_BYTES, MAX_HEADER_BYTES + 1, len(data) - 8]
+    values += [len(data) - 7, len(data), 2**32, 2**63, 2**64 - 1]
     values += rng.integers(0, 2**64 - 1, 4, dtype=np.uint64, endpoint=True).tolist()
     values += rng.integers(0, 2 * real, 4).tolist() + rng.integers(0, len(data), 2).tolist()
-    return [
-        (f"header length {v}", partial(lambda v: struct.pack("<Q", v) + data[8:], int(v)))
-        for v in values
-    ]
+    relength = lambda v: struct.pack("<Q", v) + data[8:]  # noqa: E731
+    return [(f"header length {v}", partial(relength, int(v))) for v in values]
 
 
-def offset_cases(good: dict, body: bytes) -> Cases:
-    """data_offsets out of range, overlapping, reversed, with gaps, huge, not integers."""
+def entry_cases(good: dict, body: bytes, tensors: Tensors) -> Cases:
+    """Each tensor's header entry edited, its data left: data_offsets out of range,
+    overlapping, reversed, with gaps, huge, not integers; every dtype, unknown ones; shapes
+    transposed, empty, negative, of huge or overflowing size; fields missing or unknown."""
     cases = []
-    for name in list(good)[1:]:
+    for name, (dtype, shape, _) in tensors.items():
         a, b = good[name]["data_offsets"]
-        claims = [
-            [0, b - a],
-            [b, a],
-            [a + 8, b + 8],
-            [a, b - 8],
-            [a, b + 2**40],
-            [a, 2**64 - 1],
-            [2**63, 2**63 + b - a],
-            [2**64 - 8, 2**64 + b - a - 8],
-            [a - 8, b],
-            [-8, b - a - 8],
-            [str(a), b],
-            [a + 0.5, b],
-            [float(a), float(b)],
-            [a, b, b],
-            [a],
-            [],
-            None,
-            {"start": a, "end": b},
-            [True, b],
-            [a, 1e20],
-        ]
-        for claim in claims:
-            header = changed(good, name, data_offsets=claim)
-            cases.append((f"{name} offsets {claim}", partial(build, header, body)))
-        header = changed(good, name, data_offsets=GONE)
-        cases.append((f"{name} without offsets", partial(build, header, body)))
-    same = {
-        k: {**v, "data_offsets": [0, len(body)]} if k != "__metadata__" else v
+        offsets = [[0, b - a], [b, a], [a + 8, b + 8], [a, b - 8], [a - 8, b], [a, b + 2**40]]
+        offsets += [[a, 2**64 - 1], [2**63, 2**63 + b - a], [2**64 - 8, 2**64 + b - a], [-8, b]]
+        offsets += [[str(a), b], [a + 0.5, b], [a * 1.0, b * 1.0], [a, b, b], [a], [], [a, 1e20]]
+        offsets += [None, {"start": a, "end": b}, [True, b], GONE]
+        dtypes = [*BITS, "f64", "float64", "F128", "", 64, None, [dtype], GONE]
+        count = math.prod(shape)
+        shapes = [shape[::-1], [*shape, 1], [1, *shape], [count], [], [0], [0, *shape], [-1, D]]
+        shapes += [[s + 1 for s in shape], [s // 2 for s in shape], [10**9, D], [2**62, 2**62]]
+        shapes += [[2**32] * 3, [2**64 - 1], [2**64], [2**63, 2], [str(count)], [count + 0.5]]
+        shapes += [[True], None, count, GONE]
+        for field, claims in (("data_offsets", offsets), ("dtype", dtypes), ("shape", shapes)):
+            for claim in claims:
+                label = f"{name} {field} {'left out' if claim is GONE else str(claim)[:40]}"
+                cases.append((label, partial(build, changed(good, name, **{field: claim}), body)))
+        for extra in (1, Raw("[" * 100 + "]" * 100), Raw("[" * 30_000 + "]" * 30_000)):
+            header = changed(good, name, extra=extra)
+            cases.append((f"{name} with a field {str(extra)[:9]}", partial(build, header, body)))
+        twice = Raw(text(good[name])[:-1] + ',"dtype":"U8"}')
+        cases.append((f"{name} dtype twice", partial(build, {**good, name: twice}, body)))
+    every = {
+        k: v if k == "__metadata__" else {**v, "data_offsets": [0, len(body)]}
         for k, v in good.items()
     }
-    return [
-        *cases,
-        ("every tensor over the whole body", partial(build, same, body)),
-        ("8 bytes before the data", partial(build, shifted(good, 8), b"\0" * 8 + body)),
-        ("8 bytes after the data", partial(build, good, body, tail=b"\0" * 8)),
-        ("the header in reverse order", partial(build, dict(reversed(good.items())), body)),
-    ]
+    return [*cases, ("every tensor over all the data", partial(build, every, body))]
 
 
-def shifted(good: dict, by: int) -> dict:
-    return {
-        k: v if k == "__metadata__" else {**v, "data_offsets": [o + by for o in v["data_offsets"]]}
-        for k, v in good.items()
-    }
-
-
-def dtype_cases(good, body, tensors: Tensors, meta, rng: np.random.Generator) -> Cases:
-    """Each tensor claiming every dtype, with its data's size or one that fits the claim;
-    unknown names; the other float width, values kept."""
-    cases = []
+def layout_cases(good, body, tensors: Tensors, meta, rng: np.random.Generator) -> Cases:
+    """Files whose offsets fit the data: tensors missing, extra, renamed, named twice, of
+    every dtype, of other shapes and networks, holding NaN or infinities; data reordered,
+    with a gap or a tail."""
+    put = lambda name, entry: {**tensors, name: entry}  # noqa: E731
+    fits = {"the data reversed": dict(reversed(tensors.items()))}
     for name, (dtype, shape, raw) in tensors.items():
-        count = math.prod(shape)
-        for claim in [*BITS, "f64", "float64", "F128", "", 64, None, ["F64"]]:
-            header = changed(good, name, dtype=claim)
-            cases.append((f"{name} dtype {claim!r}", partial(build, header, body)))
-        for claim, bits in BITS.items():
-            if claim != dtype:
-                fits = {**tensors, name: (claim, shape, rng.bytes(count * bits // 8))}
-                cases.append(
-                    (f"{name} as {count * bits // 8} bytes of {claim}", partial(pack, fits, meta))
-                )
-        cases.append(
-            (f"{name} without dtype", partial(build, changed(good, name, dtype=GONE), body))
-        )
-        other = "F32" if dtype == "F64" else "F64"
-        cases.append((f"{name} as {other}", partial(pack, as_dtype(tensors, [name], other), meta)))
-    dtype = next(iter(tensors.values()))[0]
-    other = "F32" if dtype == "F64" else "F64"
-    cases.append((f"all as {other}", partial(pack, as_dtype(tensors, list(tensors), other), meta)))
-    return cases
-
-
-def shape_cases(good, body, tensors: Tensors, meta) -> Cases:
-    """Shapes transposed, of other networks, empty, negative, of huge or overflowing size,
-    with the data's size or not."""
-    cases = []
-    for name, (dtype, shape, raw) in tensors.items():
-        count = math.prod(shape)
-        claims = [
-            shape[::-1],
-            [*shape, 1],
-            [1, *shape],
-            [count],
-            [],
-            [0],
-            [0, *shape],
-            [-1, *shape[1:]],
-            [-s for s in shape],
-            [s + 1 for s in shape],
-            [s // 2 for s in shape],
-            [10**9, D],
-            [2**62, 2**62],
-            [2**32, 2**32, 2**32],
-            [2**64 - 1],
-            [2**64],
-            [2**63, 2],
-            [str(s) for s in shape],
-            [s + 0.5 for s in shape],
-            [True] * len(shape),
-            None,
-            count,
-        ]
-        for claim in claims:
-            header = changed(good, name, shape=claim)
-            cases.append((f"{name} shape {str(claim)[:40]}", partial(build, header, body)))
-        cases.append(
-            (f"{name} without shape", partial(build, changed(good, name, shape=GONE), body))
-        )
-        fits = [shape[::-1], [count], [*shape, 1], [count // 2, 2], [2**62, 0], [0, 2**62]]
-        for claim in fits:
-            data = raw if math.prod(claim) else b""
-            packed = {**tensors, name: (dtype, claim, data)}
-            cases.append((f"{name} of shape {claim} and its data", partial(pack, packed, meta)))
-    itemsize = BITS[dtype] // 8
-    for label, h, d in (("H = 100", 100, D), ("H = 201", 201, D), ("D = 3200", H, 3200)):
-        other = {
-            k: (
-                dtype,
-                [h, d] if k.endswith("W1") else [h],
-                bytes(h * (d if k.endswith("W1") else 1) * itemsize),
-            )
-            for k, (dtype, _, _) in tensors.items()
-        }
-        cases.append((f"a network of {label}", partial(pack, other, meta)))
-    return cases
-
-
-def tensor_cases(good, body, tensors: Tensors, meta) -> Cases:
-    """Tensors missing, extra, renamed, swapped, named twice, hundreds of tiny ones."""
-    names = list(tensors)
-    cases = [("the data in reverse order", partial(pack, dict(reversed(tensors.items())), meta))]
-    for name in names:
-        rest = {k: v for k, v in tensors.items() if k != name}
-        cases.append((f"no {name}", partial(pack, rest, meta)))
-        for new in ("w1", f"{name} ", f"../{name}", "", "W3", "\u0000"):
+        count, other = math.prod(shape), "F32" if dtype == "F64" else "F64"
+        fits[f"no {name}"] = {k: v for k, v in tensors.items() if k != name}
+        for new in ("w1", f"{name} ", f"../{name}", "", "W3", "\0"):
             renamed = {(new if k == name else k): v for k, v in tensors.items()}
-            cases.append((f"{name} renamed {new!r}", partial(pack, renamed, meta)))
-        twice = Pairs([*good.items(), (name, good[names[0]])])
-        cases.append((f"{name} twice in the header", partial(build, twice, body)))
-    w1, w2 = tensors["W1"], tensors["W2"]
-    swapped = {**tensors, "W1": w2, "W2": w1}
-    tiny = lambda n, shape: {f"t{i}": ("U8", shape, b"\1" * math.prod(shape)) for i in range(n)}  # noqa: E731
-    metas = Pairs([("__metadata__", meta), *good.items()])
+            fits[f"{name} renamed {new!r}"] = renamed
+        for claim, bits in BITS.items():
+            fits[f"{name} as {claim}"] = put(name, (claim, shape, rng.bytes(count * bits // 8)))
+        fits[f"{name} as {other}, values kept"] = as_floats(tensors, name, other)
+        for claim in (shape[::-1], [count], [*shape, 1], [count // 2, 2], [2**62, 0], [0, 2**62]):
+            data = raw if math.prod(claim) else b""
+            fits[f"{name} of shape {claim}, its data fitting"] = put(name, (dtype, claim, data))
+        odd = [(0, math.nan), (count - 1, math.inf), (count // 2, -math.inf), (1, -0.0)]
+        for at, value in [*odd, (1, 5e-324), (1, 3.4e38)]:
+            fits[f"{name}[{at}] = {value}"] = as_floats(tensors, name, at=at, value=value)
+    dtype = next(iter(tensors.values()))[0]
+    for h, d in ((100, D), (201, D), (H, 3200)):
+        shapes = {k: [h, d] if k.endswith("W1") else [h] for k in tensors}
+        sized = {k: (dtype, s, bytes(math.prod(s) * BITS[dtype] // 8)) for k, s in shapes.items()}
+        fits[f"a network of {h} x {d}"] = sized
+    tiny = lambda n, shape: {f"t{i}": ("U8", shape, b"1" * sum(shape)) for i in range(n)}  # noqa: E731
+    fits |= {"W1 and W2 swapped": {**put("W1", tensors["W2"]), "W2": tensors["W1"]}}
+    fits |= {"an extra tensor": put("extra", ("F64", [3], bytes(24)))}
+    fits |= {"an empty extra tensor": put("extra", ("U8", [0], b""))}
+    fits |= {"300 tiny tensors": {**tensors, **tiny(300, [1])}, "only them": tiny(300, [1])}
+    fits |= {"2,000 empty tensors": {**tensors, **tiny(2000, [0])}, "no tensors": {}}
+    cases = [(label, partial(pack, fit, meta)) for label, fit in fits.items()]
+    first = Pairs([("__metadata__", {"format": "x"}), *good.items()])
+    twice = {
+        "W1 twice": Pairs([*good.items(), ("W1", good["W2"])]),
+        "__metadata__ twice": Pairs([("__metadata__", meta), *good.items()]),
+        "__metadata__ twice, the first wrong": first,
+        "a tensor named __metadata__": Pairs([*good.items(), ("__metadata__", good["W2"])]),
+        "the header's entries reversed": dict(reversed(good.items())),
+    }
+    padded = header_of({"": ("U8", [8], bytes(8)), **tensors}, meta)
+    moved = {k: v for k, v in padded.items() if k}  # the data 8 bytes in
     return [
         *cases,
-        ("W1 and W2 swapped", partial(pack, swapped, meta)),
-        ("an extra tensor", partial(pack, {**tensors, "extra": ("F64", [3], bytes(24))}, meta)),
-        ("an empty extra tensor", partial(pack, {**tensors, "extra": ("U8", [0], b"")}, meta)),
-        ("300 tiny tensors", partial(pack, {**tensors, **tiny(300, [1])}, meta)),
-        ("2,000 empty tensors", partial(pack, {**tensors, **tiny(2000, [0])}, meta)),
-        ("5,000 empty tensors", partial(pack, {**tensors, **tiny(5000, [0])}, meta)),
-        ("only 300 tiny tensors", partial(pack, tiny(300, [1]), meta)),
-        ("__metadata__ twice", partial(build, metas, body)),
-        (
-            "__metadata__ twice, the first wrong",
-            partial(build, Pairs([("__metadata__", {"format": "x"}), *good.items()]), body),
-        ),
-        (
-            "a tensor named __metadata__",
-            partial(build, Pairs([*good.items(), ("__metadata__", good["W2"])]), body),
-        ),
-        ("no tensors", partial(pack, {}, meta)),
+        *((label, partial(build, header, body)) for label, header in twice.items()),
+        ("8 bytes before the data", partial(build, moved, b"\0" * 8 + body)),
+        ("8 bytes after the data", partial(build, good, body, b"\0" * 8)),
     ]
 
 
-def value_cases(tensors: Tensors, meta) -> Cases:
-    """NaN and infinities in each tensor, as real values; odd finite ones, which load."""
-    cases = []
-    for name, (_, shape, _) in tensors.items():
-        last = math.prod(shape) - 1
-        for index, value in ((0, math.nan), (last, math.inf), (last // 2, -math.inf)):
-            cases.append(
-                (
-                    f"{name}[{index}] = {value}",
-                    partial(with_value, tensors, meta, name, index, value),
-                )
-            )
-        for value in (-0.0, 5e-324, 1e-45, 3.4e38):
-            cases.append(
-                (f"{name}[1] = {value}", partial(with_value, tensors, meta, name, 1, value))
-            )
-    return cases
-
-
-SETTINGS = {
-    **dict.fromkeys(
-        ("iteration", "episodes", "steps"),
-        [
-            "-1",
-            "1e400",
-            "9" * 4001,
-            "nan",
-            "",
-            " 7",
-            "7.0",
-            "0x7",
-            "1_000",
-            "\u0667",
-            str(10**15),
-            str(10**15 + 1),
-            "9" * 17,
-        ],
-    ),
-    **dict.fromkeys(
-        ("running_reward", "best_running_reward"),
-        ["nan", "NaN", "inf", "-inf", "1e300", "1000.5", "-1e400", "", "None", "1e-400", "none"],
-    ),
-    "batch_size": ["1e150", "0", "9" * 40, "9" * 41, "9" * 4001, "-1", "1.5", "nan", "1e1"],
-    "learning_rate": ["nan", "inf", "-1", "1e400", "0", "1e-400", "x"],
-    "decay_rate": ["1.5", "nan", "-0", "1", "1e999"],
-    "seed": ["-1", "9" * 40, "1e400", "none", "2**32", "1.5"],
-    "env": ["evil_module:Env", "", "x" * 200, "x" * 201, "\n", "ALE/Pong-v5\0", "../../etc/passwd"],
-    "format": [
-        "pong-checkpoint/1",
-        "pong-checkpoint/3",
-        "pong-checkpoint/2",
-        "pong-policy/2",
-        "",
-        "PONG-CHECKPOINT/2",
-        "x" * 201,
-    ],
-}
+COUNTS = ["-1", "1e400", "9" * 4001, "nan", "", " 7", "7.0", "0x7", "1_000", "\u0667", "9" * 17]
+COUNTS += [str(10**15), str(10**15 + 1)]
+SETTINGS = {**dict.fromkeys(("iteration", "episodes", "steps"), COUNTS)}
+SETTINGS |= dict.fromkeys(
+    ("running_reward", "best_running_reward"),
+    ["nan", "NaN", "inf", "-inf", "1e300", "1000.5", "-1e400", "", "None", "1e-400", "none"],
+)
+SETTINGS |= {"batch_size": ["1e150", "0", "9" * 40, "9" * 41, "9" * 4001, "-1", "1.5", "nan"]}
+SETTINGS |= {"learning_rate": ["nan", "inf", "-1", "1e400", "0", "1e-400", "x"]}
+SETTINGS |= {"decay_rate": ["1.5", "nan", "-0", "1", "1e999"], "seed": ["-1", "9" * 40, "1e400"]}
+SETTINGS |= {"env": ["evil_module:Env", "", "x" * 201, "\n", "ALE/Pong-v5\0", "../../etc/passwd"]}
+SETTINGS |= {"format": ["pong-checkpoint/1", "pong-checkpoint/2", "pong-policy/2", "PONG-POLICY/2"]}
 
 
 def meta_cases(good: dict, body: bytes, meta: dict) -> Cases:
     """The metadata missing, of the wrong types, huge, many, not UTF-8, not JSON, too deep;
     each setting's text out of range or not a number."""
-    tensors = {k: v for k, v in good.items() if k != "__metadata__"}
-    headers = {
-        "no metadata": tensors,
-        "metadata null": {"__metadata__": None, **tensors},
-        "metadata a list": {"__metadata__": list(meta.values()), **tensors},
-        "metadata a text": {"__metadata__": "pong-checkpoint/2", **tensors},
-        "metadata nested": {"__metadata__": {**meta, "format": meta}, **tensors},
-        "metadata empty": {"__metadata__": {}, **tensors},
-        "a value of 60,000 characters": {"__metadata__": {**meta, "env": "x" * 60_000}, **tensors},
-        "a value of 70,000 characters": {"__metadata__": {**meta, "env": "x" * 70_000}, **tensors},
-        "a name of 201 characters": {"__metadata__": {**meta, "y" * 201: "1"}, **tensors},
-        "an extra entry": {"__metadata__": {**meta, "extra": "1"}, **tensors},
-        "65 entries": {"__metadata__": {**meta, **{f"k{i}": "" for i in range(54)}}, **tensors},
-        "3,000 entries": {
-            "__metadata__": {**meta, **{f"k{i}": "" for i in range(3000)}},
-            **tensors,
-        },
-        "10,000 entries": {
-            "__metadata__": {**meta, **{f"k{i}": "" for i in range(10_000)}},
-            **tensors,
-        },
-        "a lone surrogate": {"__metadata__": {**meta, "env": "\ud800"}, **tensors},
-        "format twice, the first wrong": Pairs(
-            [("__metadata__", Pairs([("format", "x"), *meta.items()])), *tensors.items()]
-        ),
-        "format twice, the second wrong": Pairs(
-            [("__metadata__", Pairs([*meta.items(), ("format", "x")])), *tensors.items()]
-        ),
-        "metadata nested 60,000 deep": {
-            "__metadata__": Raw("[" * 60_000 + "]" * 60_000),
-            **tensors,
-        },
-        "a value nested 30,000 deep": {
-            "__metadata__": {**meta, "env": Raw("[" * 30_000 + "]" * 30_000)},
-            **tensors,
-        },
-    }
-    for key, value in meta.items():
-        rest = {k: v for k, v in meta.items() if k != key}
-        headers[f"no {key}"] = {"__metadata__": rest, **tensors}
-        for other in (None, 7, -1.5, 10**30, True, [value], {"v": value}, Raw("9" * 5000)):
-            headers[f"{key} = {str(other)[:20]}"] = {
-                "__metadata__": {**meta, key: other},
-                **tensors,
-            }
+    headers = {"metadata left out": GONE, "metadata empty": {}, "metadata null": None}
+    headers |= {"metadata a list": [*meta.values()], "metadata a text": "pong-checkpoint/2"}
+    headers |= {"metadata nested": {**meta, "format": meta}}
+    for n, size in ((1, 60_000), (1, 70_000), (65 - len(meta), 1), (3_000, 1), (10_000, 1)):
+        more = {f"k{i}": "x" * size for i in range(n)}
+        headers[f"{n} more entries of {size:,}"] = {**meta, **more}
+    headers |= {"a name of 201": {**meta, "k" * 201: "1"}, "\\ud800": {**meta, "env": "\ud800"}}
+    headers |= {"format twice, the first wrong": Pairs([("format", "x"), *meta.items()])}
+    headers |= {"format twice, the second wrong": Pairs([*meta.items(), ("format", "x")])}
+    headers |= {"metadata 30,000 deep": Raw("[" * 30_000 + "]" * 30_000)}
+    for key in meta:
+        headers[f"no {key}"] = {**meta, key: GONE}
+    for key in ("format", "iteration", "env"):
+        for value in (None, 7, -1.5, 10**30, True, [meta[key]], {"v": meta[key]}, Raw("9" * 5000)):
+            headers[f"{key} = {str(value)[:20]}"] = {**meta, key: value}
     for key, values in SETTINGS.items():
-        for value in values:
-            headers[f"{key} {value[:20]!r}"] = {"__metadata__": {**meta, key: value}, **tensors}
-    cases = [(label, partial(build, header, body)) for label, header in headers.items()]
+        headers |= {f"{key} {value[:20]!r}": {**meta, key: value} for value in values}
+    with_meta = lambda m: {**good, "__metadata__": m}  # noqa: E731
+    cases = [(label, partial(build, with_meta(m), body)) for label, m in headers.items()]
     real = text(good).encode()
     texts = {
         "env not UTF-8": real.replace(b"Pong", b"P\xffng"),
@@ -553,15 +366,13 @@ def meta_cases(good: dict, body: bytes, meta: dict) -> Cases:
         "a header cut": real[:-20],
         "a header of spaces": b" " * len(real),
         "a header of NULs": b"\0" * len(real),
-        "a header null": b"null",
-        "a header list": b"[]",
-        "a header text": b'"x"',
         "a trailing comma": real[:-1] + b",}",
         "[ 60,000 deep": b"[" * 60_000,
-        "{ 20,000 deep": b'{"a":' * 20_000 + b"1" + b"}" * 20_000,
+        '{"a": 10,000 deep': b'{"a":' * 10_000 + b"1" + b"}" * 10_000,
         "a header padded with NULs": real + b"\0" * 7,
         "a header padded with spaces": real + b" " * 7,
     }
+    texts |= {f"a header {t}": t.encode() for t in ("null", "[]", '"x"', "{}")}
     return cases + [(label, partial(build, raw, body)) for label, raw in texts.items()]
 
 
@@ -576,16 +387,12 @@ def damage_cases(data: bytes, rng: np.random.Generator) -> Cases:
     masks = rng.integers(1, 256, len(spots)).tolist()
     for at, mask in zip(spots, masks, strict=True):
         cases.append((f"byte {at} ^ {mask:#x}", partial(flipped, data, at, mask)))
-    for label, before, after in (
-        ("a NUL after", b"", b"\0"),
-        ("7 bytes after", b"", b"garbage"),
-        ("4 KiB after", b"", rng.bytes(4096)),
-        ("the file twice", b"", data),
-        ("8 NULs before", b"\0" * 8, b""),
-        ("PK before", b"PK\x03\x04", b""),
-    ):
-        cases.append((label, partial(lambda b, a: b + data + a, before, after)))
-    return cases
+    garbage = [("a NUL", b"", b"\0"), ("7 bytes", b"", b"garbage"), ("4 KiB", b"", rng.bytes(4096))]
+    garbage += [("the file", b"", data), ("8 NULs", b"\0" * 8, b""), ("PK", b"PK\x03\x04", b"")]
+    add = lambda before, after: before + data + after  # noqa: E731
+    return cases + [
+        (f"{label} {'before' if b else 'after'}", partial(add, b, a)) for label, b, a in garbage
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -607,9 +414,8 @@ def test_damaged_policies_load_whole_or_fail_in_one_line(tmp_path) -> None:
 
 
 def test_an_old_npz_is_refused_with_a_pointer_to_pong_convert(checkpoint_bytes, tmp_path) -> None:
-    meta, _ = unpack(checkpoint_bytes)
     path = tmp_path / FILENAME
-    path.write_bytes(old_npz(meta))
+    path.write_bytes(old_npz(unpack(checkpoint_bytes)[0]))
     for policy in (False, True):
         with pytest.raises(CheckpointError) as caught:
             load(path, policy=policy)
@@ -618,7 +424,7 @@ def test_an_old_npz_is_refused_with_a_pointer_to_pong_convert(checkpoint_bytes, 
             f" python -m pong.convert {path}"
         )
     path.rename(tmp_path / "checkpoint.npz")
-    with pytest.raises(CheckpointError, match=r"python -m pong\.convert .*checkpoint\.npz\)$"):
+    with pytest.raises(CheckpointError, match=r"python -m pong\.convert \S+checkpoint\.npz\)$"):
         load(tmp_path)
 
 
