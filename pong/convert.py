@@ -49,6 +49,8 @@ def read_npz(path: Path) -> ckpt.Checkpoint:
             metadata = _metadata(meta)
     except FileNotFoundError:
         raise ckpt.CheckpointError(f"{path}: no such file") from None
+    except KeyError as e:
+        raise ckpt.CheckpointError(f"{path}: not a pong .npz file (no {e} in it)") from None
     except Exception as e:  # whatever zipfile, NumPy or json make of a damaged file
         reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
         raise ckpt.CheckpointError(f"{path}: not a pong .npz file ({reason[:200]})") from None

@@ -251,17 +251,19 @@ class Run:
         shot = snapshot.take(trainer.model, self.config.env, seed=trainer.iteration)
         watched = self.directory / WATCH
         n = trainer.iteration
-        with writing(watched, "no picture or game of this update was kept"):
+        lost = "no picture or game of this update was kept"
+        with writing(watched, lost):
             watch_dir = self.dir.subdirectory(WATCH)  # a link planted there is refused
-            try:
-                for name, data in (
-                    (f"weights-{n:06d}.png", shot.weights_png),
-                    (f"game-{n:06d}.gif", shot.game_gif),
-                ):
-                    with watch_dir.write(name) as f:
-                        f.write(data)
-            finally:
-                watch_dir.close()
+        try:
+            for name, data in (
+                (f"weights-{n:06d}.png", shot.weights_png),
+                (f"game-{n:06d}.gif", shot.game_gif),
+            ):
+                with writing(watched / name, lost), watch_dir.write(name) as f:
+                    f.write(data)
+        finally:
+            watch_dir.close()
+        with writing(self.directory, lost):
             self.board.image("watch/weights", shot.weights_png, shot.weights_shape, trainer.steps)
             self.board.image("watch/game", shot.game_gif, shot.game_shape, trainer.steps)
 

@@ -190,7 +190,10 @@ def _damaged(tmp_path, kind: str):
     [
         ("missing", "no such checkpoint file"),
         ("empty directory", "no such checkpoint file"),
-        ("not safetensors", r"not a pong checkpoint \(a header of [\d,]+ bytes, more than 65,536\)"),
+        (
+            "not safetensors",
+            r"not a pong checkpoint \(a header of [\d,]+ bytes, more than 65,536\)",
+        ),
         ("truncated", r"not a readable safetensors file"),
         ("empty", r"not a safetensors file \(0 bytes long\)"),
         ("huge header length", r"a header of 1,099,511,627,776 bytes, more than 65,536"),

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,16 +19,19 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import driver
 from pong import report
-from pong.checkpoint import FILENAME, load
+from pong.checkpoint import FILENAME, load, save_policy
+from pong.config import Config
 from tests.helpers import (
     BATCH_LINE,
     ROOT,
+    TOY,
     free_port,
     processes,
     run_driver,
     spawn_driver,
     stop_processes_of,
 )
+from tests.test_checkpoint import make_checkpoint
 from tests.test_faults import wait_for
 
 
@@ -531,3 +535,47 @@ def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code,
     assert f"Interrupted by {sig.name}" in err and "Traceback" not in err, err
     assert left == [], "Ray processes outlived the driver"
     assert not run.exists()  # nothing was trained, so nothing was kept
+
+
+@pytest.mark.ray
+def test_a_policy_given_to_resume_leads_to_a_command_that_trains_it_on(tmp_path, capsys) -> None:
+    """A shared agent people can keep training: the hint --resume gives is followed as is."""
+    trained = replace(make_checkpoint(seed=9), config=Config(batch_size=3, env=TOY.env, seed=9))
+    policy = tmp_path / "shared.safetensors"
+    save_policy(policy, trained)
+    assert driver.main(["--resume", str(policy)]) == 2
+    hint = capsys.readouterr().err.strip().rpartition("start a new run from its weights: ")[2]
+    assert hint == f"driver.py --start-from {policy}"
+    run = tmp_path / "run"
+    argv = [*shlex.split(hint)[1:], "--iterations=1", "--seed=1", f"--run-dir={run}"]
+    proc = run_driver([*argv, "--num-cpus=1", "--checkpoint-every=1"], _local_env())
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first == (
+        f"Starting a new run from the weights of {policy} (update 7 of its run, running mean"
+        " -20.43), with a fresh RMSProp cache"
+    )
+    assert f"env {TOY.env}" in proc.stdout  # the policy's env; its batch size is not a setting
+    saved = load(run)
+    assert (saved.iteration, saved.episodes, saved.config.seed) == (1, 10, 1)
+    # One RMSProp step from the policy's float32 weights and a zero cache: the cache is the
+    # step's 0.01 * g**2, and the weights moved by 1e-4 * g / (sqrt(cache) + 1e-5).
+    start = load(policy, policy=True).weights
+    for k in ("W1", "W2"):
+        cache, step = saved.rmsprop_cache[k], saved.weights[k] - start[k]
+        g = np.sign(step) * np.sqrt(cache / 0.01)
+        np.testing.assert_allclose(step, 1e-4 * g / (np.sqrt(cache) + 1e-5), rtol=1e-6, atol=1e-12)
+    assert np.abs(saved.weights["W2"] - start["W2"]).max() > 0
+
+
+def test_start_from_is_refused_with_resume_and_for_a_bad_file(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit):
+        driver.main(["--resume", str(tmp_path), "--start-from", str(tmp_path)])
+    assert "--start-from: not with --resume" in capsys.readouterr().err
+    (tmp_path / "notes.txt").write_text("hello")
+    assert driver.main(["--start-from", str(tmp_path / "notes.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"driver.py: error: --start-from: {tmp_path / 'notes.txt'}: not a safetensors file"
+        " (5 bytes long)\n"
+    )

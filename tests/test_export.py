@@ -27,7 +27,10 @@ def test_export_writes_a_policy_file_and_says_so(tmp_path, capsys) -> None:
         ),
         (["{tmp}", "{tmp}/a.gif"], "argument output: must end in .safetensors"),
         (["{tmp}", "{tmp}/no/a.safetensors"], "argument output: no such directory {tmp}/no"),
-        (["{tmp}", "{tmp}/checkpoint.safetensors"], "argument output: {tmp}/checkpoint.safetensors exists"),
+        (
+            ["{tmp}", "{tmp}/checkpoint.safetensors"],
+            "argument output: {tmp}/checkpoint.safetensors exists",
+        ),
     ],
 )
 def test_bad_arguments_are_one_line(argv, message, tmp_path, capsys) -> None:

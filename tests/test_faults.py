@@ -108,7 +108,9 @@ def test_a_worker_that_keeps_dying_stops_the_run_with_one_line(tmp_path) -> None
     assert "is gone and Ray can no longer restart it" in line
     assert f"up to {MAX_RESTARTS} times" in line
     assert "Traceback" not in err
-    assert (tmp_path / "run" / "checkpoint.safetensors").exists()  # the last finished update is kept
+    assert (
+        tmp_path / "run" / "checkpoint.safetensors"
+    ).exists()  # the last finished update is kept
 
 
 FUTEX = {"x86_64": "202", "aarch64": "98"}.get(platform.machine())  # its system call number

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -158,3 +159,86 @@ def test_two_exports_to_one_path_one_wins_whole_the_other_says_so(tmp_path) -> N
         assert loser.count("\n") == 1 and f"{out} exists" in loser, loser
         assert f"policy of update {load(out, policy=True).iteration}," in winner
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def _tree(path: Path) -> dict[str, bytes | None]:
+    """Every name below ``path`` with its bytes (``None``: a directory or a link)."""
+    return {
+        str(p.relative_to(path)): p.read_bytes() if p.is_file() and not p.is_symlink() else None
+        for p in sorted(path.rglob("*"))
+    }
+
+
+# Each name a run writes below its directory, and the line a link planted there gets.
+PLANTED = {
+    LOCK: "symbolic link; refusing to write through it",
+    FILENAME: "a symbolic link, not a regular file",
+    "updates.csv": "a symbolic link, not a regular file",
+    "episodes.csv": "a symbolic link, not a regular file",
+    "watch": "watch: a symbolic link; refusing to write through it",
+    "watch/weights-000001.png": "weights-000001.png: a symbolic link; refusing to write",
+    "watch/game-000001.gif": "game-000001.gif: a symbolic link; refusing to write",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_a_link_planted_at_any_name_below_a_run_is_one_line_and_changes_nothing_outside(
+    tmp_path, name
+) -> None:
+    """As a stranger with write access to a shared run directory could: a link to a
+    directory of the user's, or to a file in it, at each name a resumed run writes."""
+    outside = tmp_path / "outside"  # the user's own files, which no run may touch
+    outside.mkdir()
+    (outside / "weights-000001.png").write_bytes(VICTIM)
+    (outside / "game-000001.gif").write_bytes(VICTIM)
+    (outside / VICTIM_NAME).write_bytes(VICTIM)
+    run_dir = tmp_path / "run"
+    run = Run.start(run_dir, replace(make_checkpoint().config, env="PongToy/Catch-v0"), 1)
+    trainer = StandInTrainer(run.config)
+    run.open()
+    run.record(trainer.play(), trainer)
+    run.close(trainer)
+    (run_dir / "watch").mkdir()
+    target = outside if name == "watch" else outside / VICTIM_NAME
+    if name == "watch":
+        (run_dir / name).rmdir()
+    (run_dir / name).unlink(missing_ok=True)
+    (run_dir / name).symlink_to(target)
+    before = _tree(outside)
+
+    with pytest.raises(PongError, match=re.escape(PLANTED[name])) as info:
+        run = Run.resume(run_dir, {}, checkpoint_every=1)
+        run.watch_every = 1
+        run.open()
+        trainer.iteration = 0  # the snapshot of update 1 again, over its planted names
+        run.record(trainer.play(), trainer)
+    run.close()
+    assert str(run_dir) in str(info.value) and "\n" not in str(info.value)
+    assert _tree(outside) == before
+
+
+def test_a_run_directory_swapped_for_a_link_while_it_runs_is_still_the_one_written(
+    tmp_path,
+) -> None:
+    """The directory is opened once: renaming it away and planting a link at its name
+    sends nothing to the link's target."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    run = Run.start(tmp_path / "run", make_checkpoint().config, checkpoint_every=1)
+    trainer = StandInTrainer(run.config)
+    run.open()
+    run.record(trainer.play(), trainer)
+    (tmp_path / "run").rename(tmp_path / "moved")
+    (tmp_path / "run").symlink_to(outside)
+    run.record(trainer.play(), trainer)
+    run.close(trainer)
+    assert list(outside.iterdir()) == []
+    assert load(tmp_path / "moved").iteration == 2
+
+
+def test_a_run_directory_that_is_a_link_is_refused(tmp_path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "run").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(PongError, match="is a symbolic link; give the directory itself"):
+        Run.start(tmp_path / "run", make_checkpoint().config, 10).open()
+    assert list((tmp_path / "elsewhere").iterdir()) == []

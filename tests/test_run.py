@@ -101,7 +101,9 @@ def test_a_new_run_refuses_an_earlier_run_s_metrics_but_not_bare_headers(tmp_pat
 
 def test_resuming_from_a_copy_of_a_checkpoint_is_refused_as_it_would_rewind(tmp_path) -> None:
     save(tmp_path / "old.safetensors", StandInTrainer(Config(seed=4)).checkpoint())
-    with pytest.raises(UsageError, match="is not a run's checkpoint.safetensors; to start a new run"):
+    with pytest.raises(
+        UsageError, match="is not a run's checkpoint.safetensors; to start a new run"
+    ):
         Run.resume(tmp_path / "old.safetensors", {}, checkpoint_every=10)
 
 
