@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from pong.checkpoint import load
 from pong.compare import check_distinct
 from pong.errors import quiet_when_piped
-from pong.files import atomic_write
+from pong.files import Directory, atomic_write
 from pong.metrics import EPISODES, UPDATES, read_rows
 from pong.weights import save_png
 
@@ -94,7 +96,9 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     )
     bottom.set(xlabel=f"training time ({unit})", ylabel="env steps/s", ylim=(0, None))
 
-    return _save(fig, Path(output) if output else run_dir / "learning_curve.png")
+    if output is not None:
+        return _save(fig, Path(output))
+    return _save(fig, run_dir / "learning_curve.png", below=run_dir)
 
 
 def plot_runs(run_dirs: Sequence[str | Path], output: str | Path) -> Path:
@@ -122,12 +126,28 @@ def plot_runs(run_dirs: Sequence[str | Path], output: str | Path) -> Path:
     return _save(fig, Path(output))
 
 
-def _save(fig, output: Path) -> Path:
+def _save(fig, output: Path, below: Path | None = None) -> Path:
     """Write ``fig`` as a PNG whole or not at all, never through a planted link."""
-    with atomic_write(output) as f:
+    with _written(output, below) as f:
         fig.savefig(f, format="png", dpi=100)
     _pyplot().close(fig)
     return output
+
+
+@contextmanager
+def _written(output: Path, below: Path | None) -> Iterator[BinaryIO]:
+    """``atomic_write`` of ``output``; one in the run directory ``below`` goes through its
+    descriptor, so a link planted at its name, or in the directory's place, is refused."""
+    if below is None:
+        with atomic_write(output) as f:
+            yield f
+        return
+    directory = Directory.open(below)
+    try:
+        with directory.write(output.name) as f:
+            yield f
+    finally:
+        directory.close()
 
 
 def plot_weights(path: str | Path, output: str | Path | None = None) -> Path:
@@ -138,11 +158,12 @@ def plot_weights(path: str | Path, output: str | Path | None = None) -> Path:
     """
     path = Path(path)
     W1 = load(path, policy=True).weights["W1"]
+    below = path if output is None and path.is_dir() else None
     if output is None:
         output = (
             path / "weights.png" if path.is_dir() else path.with_name(f"{path.stem}-weights.png")
         )
-    with atomic_write(output) as f:
+    with _written(Path(output), below) as f:
         save_png(W1, f)
     return Path(output)
 

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from pong import plot
+from pong.checkpoint import FILENAME, save
 from pong.metrics import MetricsLog
+from tests.test_checkpoint import make_checkpoint
 from tests.test_metrics import _episodes, _row
 
 
@@ -115,3 +117,24 @@ def test_weights_mistakes_are_one_line(argv, message, tmp_path, capsys) -> None:
     assert code == 2
     err = capsys.readouterr().err
     assert err.splitlines()[-1].startswith("python -m pong.plot: error:") and message in err
+
+
+@pytest.mark.parametrize("name", ["learning_curve.png", "weights.png"])
+def test_a_link_planted_at_a_default_output_in_the_run_is_one_line(tmp_path, name, capsys) -> None:
+    (tmp_path / "run").mkdir()
+    log = MetricsLog(tmp_path / "run")
+    log.write(_row(1), _episodes(1))
+    log.close()
+    save(tmp_path / "run" / FILENAME, make_checkpoint())
+    victim = tmp_path / "precious.png"
+    victim.write_bytes(b"mine")
+    (tmp_path / "run" / name).symlink_to(victim)
+    argv = (
+        [str(tmp_path / "run")]
+        if name == "learning_curve.png"
+        else ["--weights", str(tmp_path / "run")]
+    )
+    assert plot.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{tmp_path / 'run' / name}: a symbolic link; refusing" in err
+    assert victim.read_bytes() == b"mine" and (tmp_path / "run" / name).is_symlink()
