@@ -8,7 +8,9 @@ commit, say), with this repository's environment:
 A fresh local Ray with all CPUs, seed 0: one warm-up update (the workers
 start), then ``--updates`` timed ones. The same seed plays the same games in
 every commit that seeds each game (equal step counts confirm it). Run the
-commits in turn, several rounds: this machine's speed drifts.
+commits in turn, several rounds: this machine's speed drifts. Where the
+checkout adds the games in game order (``Update.held``), the line also gives
+the most bytes of gradients held back at once, waiting for an earlier game.
 """
 
 from __future__ import annotations
@@ -25,7 +27,21 @@ import ray  # noqa: E402
 
 from benchmarks.common import start_local_ray  # noqa: E402
 from pong.config import Config  # noqa: E402
-from pong.train import Trainer  # noqa: E402
+from pong.train import Trainer, Update  # noqa: E402
+
+held_bytes = [0]  # the most bytes of results held back at once, over the timed updates
+
+
+def measure_held() -> None:
+    """Wrap ``Update.add`` from outside to record what it holds after each game."""
+    add = Update.add
+
+    def recording(self, game, result, grad_buffer):
+        add(self, game, result, grad_buffer)
+        held = sum(sum(a.nbytes for a in r.grad) for r in self.held.values())
+        held_bytes[0] = max(held_bytes[0], held)
+
+    Update.add = recording
 
 
 @ray.remote
@@ -46,10 +62,17 @@ def main() -> None:
         sys.exit(f"the workers imported {where}, not the checkout in {ROOT}")
     trainer = Trainer(Config(batch_size=args.batch_size, env="ALE/Pong-v5", seed=0))
     trainer.step()  # warm-up
+    ordered = "held" in Update.__dataclass_fields__
+    if ordered:
+        measure_held()
     updates = [trainer.step() for _ in range(args.updates)]
     steps, seconds = sum(u.steps for u in updates), sum(u.seconds for u in updates)
     rate = steps / seconds
-    print(f"{ROOT} batch {args.batch_size}: {steps} steps in {seconds:.2f} s = {rate:.0f} steps/s")
+    held = f"; at most {held_bytes[0] / 1e6:.2f} MB held back" if ordered else ""
+    print(
+        f"{ROOT} batch {args.batch_size}: {steps} steps in {seconds:.2f} s = {rate:.0f} steps/s"
+        f"{held}"
+    )
     ray.shutdown()
 
 

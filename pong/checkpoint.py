@@ -231,6 +231,8 @@ def decode(data: bytes, path: str | os.PathLike, *, policy: bool = False) -> Che
     """
     try:
         tensors = safetensors.numpy.load(data)
+    except KeyError as e:  # a dtype safetensors knows and NumPy has not (BF16, F8_*)
+        raise CheckpointError(f"{path}: not a pong checkpoint (a tensor of dtype {e})") from None
     except (SafetensorError, ValueError, TypeError) as e:  # and numpy's, for odd shapes
         reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(f"{path}: not a readable safetensors file ({reason})") from None
