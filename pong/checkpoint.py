@@ -101,6 +101,11 @@ class Checkpoint:
 def encode(checkpoint: Checkpoint, *, policy: bool = False) -> bytes:
     """``checkpoint`` as the bytes of a safetensors file: a checkpoint, or with ``policy``
     the float32 weights alone."""
+    return b"".join(_encoded(checkpoint, policy))
+
+
+def _encoded(checkpoint: Checkpoint, policy: bool) -> tuple[bytes, memoryview]:
+    """``encode``'s bytes in two pieces: the header, and the tensors' data."""
     if policy:
         tensors = {k: checkpoint.weights[k].astype(np.float32, order="C") for k in POLICY_SHAPES}
     else:
@@ -110,11 +115,12 @@ def encode(checkpoint: Checkpoint, *, policy: bool = False) -> bytes:
         }
         # safetensors writes an array's memory as it lies: W1 is column-major here
         tensors = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}
-    return _in_order(safetensors.numpy.save(tensors, metadata=metadata(checkpoint, policy)))
+    return _in_order(safetensors.numpy.save(tensors, metadata(checkpoint, policy)))
 
 
-def _in_order(data: bytes) -> bytes:
-    """``data`` with its header's metadata in sorted order, so that one state is one file.
+def _in_order(data: bytes) -> tuple[bytes, memoryview]:
+    """``data`` with its header's metadata in sorted order, so that one state is one file:
+    the new header, and the tensors' bytes as they were (not copied).
 
     safetensors writes the metadata in its hash map's order, which changes from
     process to process; the same entries in another order are the same length.
@@ -129,7 +135,7 @@ def _in_order(data: bytes) -> bytes:
     text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode()
     if len(text) > length:  # never: the same entries, written as compactly
         raise ValueError("the sorted header is longer than safetensors' own")
-    return data[:8] + text.ljust(length) + data[8 + length :]
+    return data[:8] + text.ljust(length), memoryview(data)[8 + length :]
 
 
 def metadata(checkpoint: Checkpoint, policy: bool = False) -> dict[str, str]:
@@ -145,11 +151,25 @@ def metadata(checkpoint: Checkpoint, policy: bool = False) -> dict[str, str]:
     }
 
 
-def save(path: str | os.PathLike, checkpoint: Checkpoint, *, dir_fd: int | None = None) -> None:
-    """Write ``checkpoint`` to ``path`` atomically (temporary file, fsync, rename)."""
-    data = encode(checkpoint)
-    with atomic_write(path, "wb", dir_fd=dir_fd) as f:
-        f.write(data)
+def save(
+    path: str | os.PathLike,
+    checkpoint: Checkpoint,
+    *,
+    policy: bool = False,
+    replace: bool = True,
+    dir_fd: int | None = None,
+) -> int:
+    """Write ``encode(checkpoint, policy=policy)`` to ``path`` atomically (temporary file,
+    fsync, rename); its size in bytes. ``dir_fd``: as ``pong.files.atomic_write``'s.
+
+    Raises:
+        FileExistsError: ``replace`` is false and ``path`` exists (the file is untouched).
+    """
+    header, tensors = _encoded(checkpoint, policy)  # written as two pieces: no 20 MB join
+    with atomic_write(path, "wb", replace=replace, dir_fd=dir_fd) as f:
+        f.write(header)
+        f.write(tensors)
+    return len(header) + len(tensors)
 
 
 def save_policy(path: str | os.PathLike, checkpoint: Checkpoint, *, replace: bool = True) -> int:
@@ -158,10 +178,7 @@ def save_policy(path: str | os.PathLike, checkpoint: Checkpoint, *, replace: boo
     Raises:
         FileExistsError: ``replace`` is false and ``path`` exists (the file is untouched).
     """
-    data = encode(checkpoint, policy=True)
-    with atomic_write(path, "wb", replace=replace) as f:
-        f.write(data)
-    return len(data)
+    return save(path, checkpoint, policy=True, replace=replace)
 
 
 def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
@@ -210,7 +227,8 @@ def _read(f, path: Path) -> bytes:
         raise CheckpointError(
             f"{path}: damaged (its header claims {length:,} bytes; the file has {size:,})"
         )
-    data = head + f.read(size - 8)
+    f.seek(0)
+    data = f.read(size + 1)  # in one piece: the 8 bytes read first are read again
     if len(data) != size:
         raise CheckpointError(f"{path}: changed while it was read; try again")
     return data

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from pong import snapshot
 from pong.board import EVENTS, Board
-from pong.checkpoint import FILENAME, OLD_FILENAME, Checkpoint, CheckpointError, encode, load
+from pong.checkpoint import FILENAME, OLD_FILENAME, Checkpoint, CheckpointError, load, save
 from pong.config import Config, fresh_seed
 from pong.errors import UsageError, writing
 from pong.files import Directory
@@ -271,8 +271,7 @@ class Run:
         """Save ``trainer``'s state; on failure the previous checkpoint stays as it was."""
         kept = f"the checkpoint of update {self.saved_at} is intact" if self.saved_at else ""
         with writing(self.checkpoint_path, kept or "no checkpoint was saved"):
-            with self.dir.write(FILENAME) as f:
-                f.write(encode(trainer.checkpoint()))
+            save(FILENAME, trainer.checkpoint(), dir_fd=self.dir.fd)
         self.saved_at = trainer.iteration
 
     def close(self, trainer: Trainer | None = None) -> None:

@@ -98,7 +98,7 @@ def test_a_failed_save_leaves_the_old_checkpoint_intact(tmp_path, monkeypatch) -
     def half_written(checkpoint, policy=False):
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(ckpt, "encode", half_written)
+    monkeypatch.setattr(ckpt, "_encoded", half_written)
     with pytest.raises(OSError, match="No space"):
         save(path, make_checkpoint(seed=2))
     assert path.read_bytes() == good

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import pong.run
+import pong.checkpoint
 from pong.checkpoint import FILENAME, Checkpoint, load, save
 from pong.config import Config
 from pong.errors import RunFileError, UsageError
@@ -124,7 +124,7 @@ def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_last_checkpoint(
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(pong.run, "encode", full)  # as a full disk fails the write
+    monkeypatch.setattr(pong.checkpoint, "_encoded", full)  # as a full disk fails the write
     with pytest.raises(RunFileError, match="No space left on device; the checkpoint of update 1"):
         run.record(trainer.play(), trainer)
     assert load(run.checkpoint_path).iteration == 1
