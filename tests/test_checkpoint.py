@@ -327,6 +327,6 @@ def test_one_state_is_one_file_in_any_process() -> None:
         subprocess.run(
             [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
         ).stdout
-        for _ in range(4)
+        for _ in range(2)
     }
     assert len(digests) == 1
