@@ -28,6 +28,7 @@ import json
 import math
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -212,7 +213,7 @@ def _read(f, path: Path) -> bytes:
     if head[:4] == ZIP:
         raise CheckpointError(
             f"{path}: a .npz file of an earlier version of pong; carry it over with"
-            f" python -m pong.convert {path}"
+            f" python -m pong.convert {shlex.quote(str(path))}"
         )
     size = os.fstat(f.fileno()).st_size
     if len(head) < 8:
@@ -237,7 +238,8 @@ def _read(f, path: Path) -> bytes:
 def _old_hint(path: Path) -> str:
     old = path.with_name(OLD_FILENAME)
     if path.name == FILENAME and os.path.lexists(old):
-        return f" (it holds an earlier version's {OLD_FILENAME}: python -m pong.convert {old})"
+        convert = f"python -m pong.convert {shlex.quote(str(old))}"
+        return f" (it holds an earlier version's {OLD_FILENAME}: {convert})"
     return ""
 
 
@@ -291,7 +293,7 @@ def _checkpoint(path, tensors: dict[str, np.ndarray], meta: dict[str, str], poli
     if fmt == POLICY_FORMAT and not policy:
         raise CheckpointError(
             f"{path}: a policy file holds no RMSProp cache to resume; to train it further,"
-            f" start a new run from its weights: driver.py --start-from {path}"
+            f" start a new run from its weights: driver.py --start-from {shlex.quote(str(path))}"
         )
     if fmt not in (FORMAT, POLICY_FORMAT):
         raise CheckpointError(f"{path}: not a pong checkpoint (format {_shown(fmt)})")

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import fcntl
 import os
+import shlex
 import socket
 import stat
 import time
@@ -165,7 +166,7 @@ class Run:
         if path.is_file() and path.name != FILENAME:  # a copy: training on would rewind its run
             raise UsageError(
                 f"--resume: {path} is not a run's {FILENAME}; to start a new run from its"
-                f" weights: driver.py --start-from {path}"
+                f" weights: driver.py --start-from {shlex.quote(str(path))}"
             )
         directory = path if path.is_dir() else path.parent
         stamp = saved_stamp(directory / FILENAME)  # before reading: a later save must show
