@@ -115,7 +115,9 @@ def prepare(args: argparse.Namespace, options: Options) -> Run:
     try:
         check_env(run.config.env)
     except ValueError as e:  # a resumed run's env comes from its checkpoint, maybe hand-edited
-        where = f"{run.checkpoint_path}: settings.env" if run.saved else "--env"
+        where = f"--resume: {run.checkpoint_path}: env" if run.saved else "--env"
+        if run.start_from is not None and args.env is None:  # the env came from the file
+            where = f"--start-from: {run.start_from[0]}: env"
         raise UsageError(f"{where}: {e}") from None
     if run.saved and reached(run.saved.running_reward, options.until_mean):
         raise UsageError(

@@ -28,7 +28,6 @@ import json
 import math
 import os
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +36,7 @@ import safetensors.numpy
 from safetensors import SafetensorError
 
 from pong.config import Config
-from pong.errors import UsageError
+from pong.errors import UsageError, command
 from pong.files import NotRegularError, atomic_write, open_file
 from pong.model import D, H
 
@@ -194,7 +193,7 @@ def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
             file where a checkpoint is needed, or one of an earlier version.
     """
     path = Path(path)
-    path = path / FILENAME if path.is_dir() and not path.is_symlink() else path
+    path = path / FILENAME if path.is_dir() else path  # a run directory, or a link to one
     try:
         with open_file(path, MAX_BYTES) as f:
             data = _read(f, path)
@@ -213,7 +212,7 @@ def _read(f, path: Path) -> bytes:
     if head[:4] == ZIP:
         raise CheckpointError(
             f"{path}: a .npz file of an earlier version of pong; carry it over with"
-            f" python -m pong.convert {shlex.quote(str(path))}"
+            f" {command(path, module='pong.convert')}"
         )
     size = os.fstat(f.fileno()).st_size
     if len(head) < 8:
@@ -238,7 +237,7 @@ def _read(f, path: Path) -> bytes:
 def _old_hint(path: Path) -> str:
     old = path.with_name(OLD_FILENAME)
     if path.name == FILENAME and os.path.lexists(old):
-        convert = f"python -m pong.convert {shlex.quote(str(old))}"
+        convert = command(old, module="pong.convert")
         return f" (it holds an earlier version's {OLD_FILENAME}: {convert})"
     return ""
 
@@ -261,14 +260,16 @@ def decode(data: bytes, path: str | os.PathLike, *, policy: bool = False) -> Che
     return _checkpoint(path, tensors, meta, policy)
 
 
+def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object whose names are each given once (json's ``object_pairs_hook``)."""
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a name appears twice in a JSON object")
+    return dict(pairs)
+
+
 def _metadata(path: str | os.PathLike, header: bytes) -> dict[str, str]:
     """The header's ``__metadata__``: at most ``MAX_ENTRIES`` texts of ``MAX_TEXT`` characters."""
-
-    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
-        keys = [k for k, _ in pairs]
-        if len(set(keys)) != len(keys):
-            raise ValueError("a name appears twice in its header")
-        return dict(pairs)
 
     try:
         meta = json.loads(header, object_pairs_hook=unique).get("__metadata__")
@@ -293,7 +294,7 @@ def _checkpoint(path, tensors: dict[str, np.ndarray], meta: dict[str, str], poli
     if fmt == POLICY_FORMAT and not policy:
         raise CheckpointError(
             f"{path}: a policy file holds no RMSProp cache to resume; to train it further,"
-            f" start a new run from its weights: driver.py --start-from {shlex.quote(str(path))}"
+            f" start a new run from its weights: {command('--start-from', path)}"
         )
     if fmt not in (FORMAT, POLICY_FORMAT):
         raise CheckpointError(f"{path}: not a pong checkpoint (format {_shown(fmt)})")
@@ -302,6 +303,9 @@ def _checkpoint(path, tensors: dict[str, np.ndarray], meta: dict[str, str], poli
     cache = None
     if fmt == FORMAT:
         cache = {k: np.asfortranarray(tensors[f"cache_{k}"]) for k in POLICY_SHAPES}
+        for k, values in cache.items():
+            if (values < 0).any():  # a running mean of squares: RMSProp would take its root
+                raise CheckpointError(f"{path}: cache_{k} holds negative values")
     try:
         return Checkpoint(
             weights={k: np.asfortranarray(tensors[k], dtype=np.float64) for k in POLICY_SHAPES},

@@ -21,12 +21,12 @@ import numpy as np
 
 from pong import checkpoint as ckpt
 from pong.errors import quiet_when_piped
-from pong.files import atomic_write, open_file
+from pong.files import NotRegularError, atomic_write, open_file
 
 __all__ = ["main", "read_npz"]
 
 MAX_NPZ_BYTES = 64 * 2**20  # an old checkpoint is about 20.5 MB, an old policy file 4.8
-MAX_MEMBERS = 8  # W1, W2, their caches and meta
+MEMBERS = {"W1.npy", "W2.npy", "cache_W1.npy", "cache_W2.npy", "meta.npy"}
 OLD_FORMATS = {"pong-checkpoint/1": ckpt.FORMAT, "pong-policy/1": ckpt.POLICY_FORMAT}
 
 
@@ -38,27 +38,37 @@ def read_npz(path: Path) -> ckpt.Checkpoint:
     """
     try:
         with open_file(path, MAX_NPZ_BYTES) as f:
-            with zipfile.ZipFile(f) as z:  # each member's size bounded before NumPy reads it
+            with zipfile.ZipFile(f) as z:  # its members named and sized before NumPy reads one
                 infos = z.infolist()
-            if len(infos) > MAX_MEMBERS or any(i.file_size > ckpt.MAX_BYTES for i in infos):
-                raise ValueError("more or larger members than a pong .npz file has")
+            names = [i.filename for i in infos]
+            if not set(names) <= MEMBERS or len(set(names)) < len(names):
+                raise ValueError(f"members {', '.join(sorted(set(names) - MEMBERS))[:100]}")
+            if sum(i.file_size for i in infos) > MAX_NPZ_BYTES:
+                raise ValueError("members larger than a pong .npz file's")
             f.seek(0)
             with np.load(f, allow_pickle=False) as npz:
                 arrays = {name: npz[name] for name in npz.files}
-            meta = json.loads(str(arrays.pop("meta")))
+            meta = json.loads(str(arrays.pop("meta")), object_pairs_hook=ckpt.unique)
             metadata = _metadata(meta)
     except FileNotFoundError:
         raise ckpt.CheckpointError(f"{path}: no such file") from None
+    except NotRegularError as e:
+        raise ckpt.CheckpointError(f"{path}: {e.strerror}") from None
     except KeyError as e:
         raise ckpt.CheckpointError(f"{path}: not a pong .npz file (no {e} in it)") from None
     except Exception as e:  # whatever zipfile, NumPy or json make of a damaged file
         reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
         raise ckpt.CheckpointError(f"{path}: not a pong .npz file ({reason[:200]})") from None
-    return ckpt._checkpoint(path, arrays, metadata, policy=True)
+    checkpoint = ckpt._checkpoint(path, arrays, metadata, policy=True)
+    # What this version writes must be what it reads: the same bounds on every value.
+    ckpt.decode(ckpt.encode(checkpoint, policy=checkpoint.rmsprop_cache is None), path, policy=True)
+    return checkpoint
 
 
 def _metadata(meta: dict) -> dict[str, str]:
     """The old JSON metadata as this version's texts (checked afterwards as any file's)."""
+    if meta.get("format") not in OLD_FORMATS:
+        raise ValueError(f"format {str(meta.get('format'))[:80]!r}")
     values = {
         "format": OLD_FORMATS[meta["format"]],
         **{name: meta[name] for name in (*ckpt.COUNTERS, *ckpt.MEANS, "seed")},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -11,6 +12,10 @@ from pathlib import Path
 
 __all__ = [
     "PongError",
+    "command",
+    "pasteable",
+    "printable",
+    "shell_word",
     "RunFileError",
     "UsageError",
     "output_closed",
@@ -71,3 +76,45 @@ def output_closed() -> int:
 def _discard_stdout() -> None:
     """Point stdout at /dev/null, so that what is left in its buffer fails nowhere at exit."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def pasteable(path: str | os.PathLike) -> str:
+    """``path`` for a command to paste here: relative inside the current directory (``./``
+    first where it would start with ``-`` and be read as a flag), quoted for the shell."""
+    relative = os.path.relpath(path)
+    if relative.startswith("-"):
+        relative = os.path.join(".", relative)
+    return shell_word(os.path.abspath(path) if relative.startswith("..") else relative)
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word for bash or zsh, on one line: quoted as ``shlex.quote`` does, or,
+    where it holds a newline or another character that does not print, as ``$'...'`` with
+    that character's bytes escaped."""
+    if text.isprintable():
+        return shlex.quote(text)
+    escaped = "".join(
+        c.replace("\\", "\\\\").replace("'", "\\'")
+        if c.isprintable()
+        else "".join(f"\\x{b:02x}" for b in c.encode("utf-8", "surrogateescape"))
+        for c in text
+    )
+    return f"$'{escaped}'"
+
+
+def printable(path: str | os.PathLike) -> str:
+    """``path`` to show in a line: as it is, unless it holds a character that does not print."""
+    return str(path) if str(path).isprintable() else shell_word(str(path))
+
+
+def command(*words: str | os.PathLike, module: str | None = None) -> str:
+    """A command to paste here, for a hint in a message: this Python, then ``driver.py`` (or
+    ``-m module``), then ``words``, each path made pasteable.
+
+    Example:
+        >>> command("--resume", "runs/a b").endswith("driver.py --resume 'runs/a b'")
+        True
+    """
+    program = f"-m {module}" if module else "driver.py"
+    args = " ".join(w if isinstance(w, str) and w.startswith("-") else pasteable(w) for w in words)
+    return f"{pasteable(sys.executable)} {program} {args}"

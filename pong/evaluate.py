@@ -82,7 +82,7 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
         check_env(env_id)
     except ValueError as e:  # the policy's own env may have been edited into its file
         raise UsageError(
-            f"{'--env' if given else f'{options.evaluate}: settings.env'}: {e}"
+            f"{'--env' if given else f'--evaluate: {options.evaluate}: env'}: {e}"
         ) from None
     record = options.record
     if record is not None and not record.parent.is_dir():

@@ -28,18 +28,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("checkpoint", type=Path, help="a checkpoint file or a run directory")
     parser.add_argument("output", type=Path, help="the policy file to write (.safetensors)")
     args = parser.parse_args(argv)
+
+    def refuse(message: str) -> None:  # one line, as the driver's: not argparse's usage too
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
+
     if args.output.suffix != ".safetensors":
-        parser.error(f"argument output: must end in .safetensors, got {str(args.output)!r}")
+        refuse(f"argument output: must end in .safetensors, got {str(args.output)!r}")
     if not args.output.parent.is_dir():
-        parser.error(f"argument output: no such directory {args.output.parent}")
+        refuse(f"argument output: no such directory {args.output.parent}")
     if os.path.lexists(args.output):  # said before the loading; save_policy makes sure
-        parser.exit(
-            2, f"{parser.prog}: error: argument output: {args.output} exists; choose a new name\n"
-        )
+        refuse(f"argument output: {args.output} exists; choose a new name")
     try:
         checkpoint = load(args.checkpoint, policy=True)
     except CheckpointError as e:
-        parser.error(f"argument checkpoint: {e}")
+        refuse(f"argument checkpoint: {e}")
     try:  # lands only if no file has the name, in one step: a second writer cannot win too
         size = save_policy(args.output, checkpoint, replace=False)
     except FileExistsError:

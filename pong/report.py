@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import signal
 import sys
 from typing import TYPE_CHECKING
@@ -18,7 +17,7 @@ import ray
 
 from pong.cluster import ClusterError, joined
 from pong.config import Options
-from pong.errors import PongError
+from pong.errors import PongError, pasteable, printable, shell_word
 from pong.run import JOB_CONFIG, Run, in_ray_job
 from pong.stops import finishing, stopped_for
 from pong.train import Trainer, Update
@@ -130,35 +129,6 @@ def farewell(
             f" --resume {pasteable(run.directory)}{goal}"
         )
     return f"{line}; checkpoint: {checkpoint} (continue with: {again})"
-
-
-def pasteable(path: str | os.PathLike) -> str:
-    """``path`` for a command to paste here: relative inside the current directory (``./``
-    first where it would start with ``-`` and be read as a flag), quoted for the shell."""
-    relative = os.path.relpath(path)
-    if relative.startswith("-"):
-        relative = os.path.join(".", relative)
-    return shell_word(os.path.abspath(path) if relative.startswith("..") else relative)
-
-
-def shell_word(text: str) -> str:
-    """``text`` as one word for bash or zsh, on one line: quoted as ``shlex.quote`` does, or,
-    where it holds a newline or another character that does not print, as ``$'...'`` with
-    that character's bytes escaped."""
-    if text.isprintable():
-        return shlex.quote(text)
-    escaped = "".join(
-        c.replace("\\", "\\\\").replace("'", "\\'")
-        if c.isprintable()
-        else "".join(f"\\x{b:02x}" for b in c.encode("utf-8", "surrogateescape"))
-        for c in text
-    )
-    return f"$'{escaped}'"
-
-
-def printable(path: str | os.PathLike) -> str:
-    """``path`` to show in a line: as it is, unless it holds a character that does not print."""
-    return str(path) if str(path).isprintable() else shell_word(str(path))
 
 
 def kept(run: Run | None) -> str:

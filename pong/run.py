@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import fcntl
 import os
-import shlex
 import socket
 import stat
 import time
@@ -23,7 +22,7 @@ from pong import snapshot
 from pong.board import EVENTS, Board
 from pong.checkpoint import FILENAME, OLD_FILENAME, Checkpoint, CheckpointError, load, save
 from pong.config import Config, fresh_seed
-from pong.errors import UsageError, writing
+from pong.errors import UsageError, command, writing
 from pong.files import Directory
 from pong.metrics import EPISODES, UPDATES, MetricsLog
 from pong.model import zeros_like_weights
@@ -163,10 +162,15 @@ class Run:
                 (settings given on the command line) contradicts its settings.
         """
         kept_after_the_job(path, "--resume")
+        if path.is_file() and path.name == OLD_FILENAME:
+            raise UsageError(
+                f"--resume: {path} is an earlier version's checkpoint; carry it over with"
+                f" {command(path, module='pong.convert')}, then {command('--resume', path.parent)}"
+            )
         if path.is_file() and path.name != FILENAME:  # a copy: training on would rewind its run
             raise UsageError(
                 f"--resume: {path} is not a run's {FILENAME}; to start a new run from its"
-                f" weights: driver.py --start-from {shlex.quote(str(path))}"
+                f" weights: {command('--start-from', path)}"
             )
         directory = path if path.is_dir() else path.parent
         stamp = saved_stamp(directory / FILENAME)  # before reading: a later save must show
@@ -204,6 +208,12 @@ class Run:
         except OSError as e:
             where = e.filename or f"run directory {self.directory}"  # the lock file, say
             raise UsageError(f"{where}: {e.strerror or e}") from None
+        watched = self.dir.lstat(WATCH)
+        if self.watch_every and watched is not None and not stat.S_ISDIR(watched.st_mode):
+            what = "a symbolic link" if stat.S_ISLNK(watched.st_mode) else "not a directory"
+            raise UsageError(  # said now, before Ray starts, not at the first snapshot
+                f"{self.directory / WATCH}: {what}; refusing to write below it (or --watch-every=0)"
+            )
         if self.saved is None:
             self._check_empty()
         elif saved_stamp(self.checkpoint_path) != self.stamp:  # another driver saved meanwhile

@@ -108,3 +108,26 @@ def test_an_existing_output_is_never_replaced(tmp_path, capsys) -> None:
         main([str(tmp_path / "checkpoint.npz")])
     assert info.value.code == 2 and "exists; choose a new name" in capsys.readouterr().err
     assert (tmp_path / FILENAME).read_bytes() == b"mine"
+
+
+def test_values_this_version_refuses_are_refused_when_converting(tmp_path) -> None:
+    """A converted file must open again: an env of a million characters, or a JSON name
+    given twice, are refused as they would be in a safetensors file."""
+    write_old(tmp_path / "checkpoint.npz", make_checkpoint())
+    with np.load(tmp_path / "checkpoint.npz") as data:
+        arrays = {k: data[k] for k in data.files}
+    meta = json.loads(str(arrays.pop("meta")))
+    for label, text, message in (
+        ("long", json.dumps({**meta, "settings": {**meta["settings"], "env": "x" * 10**6}}),
+         "metadata 'env': expected a text of at most 200 characters"),
+        ("twice", json.dumps(meta)[:-1] + ', "seed": 5}', "a name appears twice"),
+        ("v2", json.dumps({**meta, "format": "pong-checkpoint/2"}), "format 'pong-checkpoint/2'"),
+    ):  # fmt: skip
+        old = tmp_path / f"{label}.npz"
+        np.savez(old, **arrays, meta=np.array(text))
+        done = subprocess.run(
+            [sys.executable, "-m", "pong.convert", str(old)], cwd=ROOT, capture_output=True,
+            text=True,
+        )  # fmt: skip
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert message in done.stderr and not old.with_suffix(".safetensors").exists()

@@ -538,17 +538,22 @@ def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code,
 
 
 @pytest.mark.ray
-def test_a_policy_given_to_resume_leads_to_a_command_that_trains_it_on(tmp_path, capsys) -> None:
-    """A shared agent people can keep training: the hint --resume gives is followed as is."""
+def test_a_policy_given_to_resume_leads_to_a_command_that_trains_it_on(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """A shared agent people can keep training: the hint --resume gives, pasted into bash."""
     trained = replace(make_checkpoint(seed=9), config=Config(batch_size=3, env=TOY.env, seed=9))
-    policy = tmp_path / "shared.safetensors"
+    policy = tmp_path / "a shared.safetensors"  # a space, as a user's file may have
     save_policy(policy, trained)
+    monkeypatch.chdir(ROOT)
     assert driver.main(["--resume", str(policy)]) == 2
     hint = capsys.readouterr().err.strip().rpartition("start a new run from its weights: ")[2]
-    assert hint == f"driver.py --start-from {policy}"
+    assert hint.endswith(f"driver.py --start-from {shlex.quote(str(policy))}")
     run = tmp_path / "run"
-    argv = [*shlex.split(hint)[1:], "--iterations=1", "--seed=1", f"--run-dir={run}"]
-    proc = run_driver([*argv, "--num-cpus=1", "--checkpoint-every=1"], _local_env())
+    more = f" --iterations=1 --seed=1 --run-dir={run} --num-cpus=1 --checkpoint-every=1"
+    proc = subprocess.run(
+        ["bash", "-c", hint + more], cwd=ROOT, env=_local_env(), capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     first = proc.stdout.splitlines()[0]
     assert first == (

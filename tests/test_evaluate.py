@@ -199,4 +199,5 @@ def test_an_env_id_edited_into_a_policy_file_is_refused_not_imported(tmp_path, c
     assert driver.main(["--evaluate", str(tmp_path)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
-    assert f"{tmp_path}: settings.env: env id 'this:Foo-v0' names a Python module" in captured.err
+    expected = f"--evaluate: {tmp_path}: env: env id 'this:Foo-v0' names a Python module"
+    assert expected in captured.err

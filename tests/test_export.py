@@ -40,6 +40,7 @@ def test_bad_arguments_are_one_line(argv, message, tmp_path, capsys) -> None:
         main([a.format(tmp=tmp_path) for a in argv])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[-1].startswith(f"python -m pong.export: error: {message.format(tmp=tmp_path)}")
+    assert len(err) == 1  # one line, no usage line before it
+    assert err[0].startswith(f"python -m pong.export: error: {message.format(tmp=tmp_path)}")
     assert not (tmp_path / "a.safetensors").exists()
     assert load(tmp_path).rmsprop_cache is not None  # the run's checkpoint is still whole

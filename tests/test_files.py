@@ -175,7 +175,7 @@ PLANTED = {
     FILENAME: "a symbolic link, not a regular file",
     "updates.csv": "a symbolic link, not a regular file",
     "episodes.csv": "a symbolic link, not a regular file",
-    "watch": "watch: a symbolic link; refusing to write through it",
+    "watch": "watch: a symbolic link; refusing to write below it",
     "watch/weights-000001.png": "weights-000001.png: a symbolic link; refusing to write",
     "watch/game-000001.gif": "game-000001.gif: a symbolic link; refusing to write",
 }

@@ -33,7 +33,7 @@ import pytest
 
 from pong.checkpoint import FILENAME, MAX_HEADER_BYTES, CheckpointError, load, save
 from pong.compare import figures
-from pong.errors import UsageError
+from pong.errors import UsageError, pasteable
 from pong.metrics import EPISODES, UPDATES, MetricsLog, read_rows, summarize
 from pong.model import D, H
 from pong.plot import curve
@@ -420,7 +420,7 @@ def test_an_old_npz_is_refused_with_a_pointer_to_pong_convert(checkpoint_bytes, 
             load(path, policy=policy)
         assert str(caught.value) == (
             f"{path}: a .npz file of an earlier version of pong; carry it over with"
-            f" python -m pong.convert {path}"
+            f" {pasteable(sys.executable)} -m pong.convert {pasteable(path)}"
         )
     path.rename(tmp_path / "checkpoint.npz")
     with pytest.raises(CheckpointError, match=r"python -m pong\.convert \S+checkpoint\.npz\)$"):
