@@ -145,10 +145,13 @@ def metadata(checkpoint: Checkpoint, policy: bool = False) -> dict[str, str]:
         **{name: getattr(checkpoint, name) for name in (*COUNTERS, *MEANS)},
         **dataclasses.asdict(checkpoint.config),
     }
-    return {
-        k: NONE if v is None else repr(v) if isinstance(v, float) else str(v)
-        for k, v in values.items()
-    }
+    return {k: as_text(v) for k, v in values.items()}
+
+
+def as_text(value: object) -> str:
+    """A metadata value as its text: a float as ``repr`` (which reads back exactly),
+    ``None`` (no running mean yet) as ``NONE``."""
+    return NONE if value is None else repr(value) if isinstance(value, float) else str(value)
 
 
 def save(
@@ -257,7 +260,7 @@ def decode(data: bytes, path: str | os.PathLike, *, policy: bool = False) -> Che
         raise CheckpointError(f"{path}: not a readable safetensors file ({reason})") from None
     length = int.from_bytes(data[:8], "little")
     meta = _metadata(path, data[8 : 8 + length])
-    return _checkpoint(path, tensors, meta, policy)
+    return checked(path, tensors, meta, policy)
 
 
 def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
@@ -288,7 +291,7 @@ def _metadata(path: str | os.PathLike, header: bytes) -> dict[str, str]:
     return meta
 
 
-def _checkpoint(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: bool):
+def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: bool):
     """The checkpoint the tensors and metadata make, every one checked."""
     fmt = meta.get("format")
     if fmt == POLICY_FORMAT and not policy:

@@ -30,8 +30,9 @@ MEMBERS = {"W1.npy", "W2.npy", "cache_W1.npy", "cache_W2.npy", "meta.npy"}
 OLD_FORMATS = {"pong-checkpoint/1": ckpt.FORMAT, "pong-policy/1": ckpt.POLICY_FORMAT}
 
 
-def read_npz(path: Path) -> ckpt.Checkpoint:
-    """The checkpoint or policy in an earlier version's ``.npz`` file, checked.
+def read_npz(path: Path) -> tuple[ckpt.Checkpoint, bytes]:
+    """The checkpoint or policy in an earlier version's ``.npz`` file, checked, and the
+    bytes of this version's file of it, read back once as ``load`` reads any file.
 
     Raises:
         CheckpointError: not such a file, damaged, or holding values this version refuses.
@@ -59,10 +60,10 @@ def read_npz(path: Path) -> ckpt.Checkpoint:
     except Exception as e:  # whatever zipfile, NumPy or json make of a damaged file
         reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
         raise ckpt.CheckpointError(f"{path}: not a pong .npz file ({reason[:200]})") from None
-    checkpoint = ckpt._checkpoint(path, arrays, metadata, policy=True)
-    # What this version writes must be what it reads: the same bounds on every value.
-    ckpt.decode(ckpt.encode(checkpoint, policy=checkpoint.rmsprop_cache is None), path, policy=True)
-    return checkpoint
+    checkpoint = ckpt.checked(path, arrays, metadata, policy=True)
+    data = ckpt.encode(checkpoint, policy=checkpoint.rmsprop_cache is None)
+    ckpt.decode(data, path, policy=True)  # what this version writes, it must read: every bound
+    return checkpoint, data
 
 
 def _metadata(meta: dict) -> dict[str, str]:
@@ -74,10 +75,7 @@ def _metadata(meta: dict) -> dict[str, str]:
         **{name: meta[name] for name in (*ckpt.COUNTERS, *ckpt.MEANS, "seed")},
         **meta["settings"],
     }
-    return {
-        k: ckpt.NONE if v is None else repr(v) if isinstance(v, float) else str(v)
-        for k, v in values.items()
-    }
+    return {k: ckpt.as_text(v) for k, v in values.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -95,13 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if new.suffix != ".safetensors":
         parser.error(f"argument new: must end in .safetensors, got {str(new)!r}")
     try:
-        old = read_npz(args.old)
+        old, data = read_npz(args.old)
     except ckpt.CheckpointError as e:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
     policy = old.rmsprop_cache is None
     try:
         with atomic_write(new, "wb", replace=False) as f:
-            f.write(ckpt.encode(old, policy=policy))
+            f.write(data)
     except FileExistsError:
         parser.exit(2, f"{parser.prog}: error: {new} exists; choose a new name\n")
     except OSError as e:

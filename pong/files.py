@@ -141,9 +141,8 @@ def atomic_write(
 
 def _refuse_link(path: Path, dir_fd: int) -> None:
     """Say so when a link sits at a name this program writes (it is never followed)."""
-    with suppress(FileNotFoundError):
-        if stat.S_ISLNK(os.lstat(path, dir_fd=dir_fd).st_mode):
-            raise OSError(errno.ELOOP, _REFUSED[errno.ELOOP], str(path))
+    if _is_link(path, dir_fd):
+        raise OSError(errno.ELOOP, _REFUSED[errno.ELOOP], str(path))
 
 
 def open_regular(
