@@ -12,7 +12,7 @@ Run (from the repository root, after the README's install):
 Each update, the RolloutWorker actors (one per CPU, at most the batch size) play
 the batch's games with the current weights, each taking the next game as it
 finishes one, and return their gradients; the trainer adds them up as they
-arrive and applies one RMSProp step (pong/train.py). One line per update:
+arrive and applies one RMSProp step (pong/core/train.py). One line per update:
 
   Batch 1 computed 10 rollouts (10169 steps) in 1.96 seconds (5181 steps/s), running mean is -20.97
 
@@ -38,26 +38,21 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _stopped_while_loading)
 
 import argparse
-import contextlib
 from collections.abc import Sequence
 
 import ray
 
-from pong.cluster import (
-    ClusterError,
-    cluster_summary,
-    connect,
-    resolve_address,
-)
-from pong.config import Config, Options, Watch, add_flags, fill, given
-from pong.env import check_env
-from pong.errors import PongError, UsageError, output_closed
-from pong.evaluate import watch
-from pong.report import announce, batch_line, failed, farewell, interrupted, reached, started
-from pong.run import Run
-from pong.stops import finishing, held_back, signals_stop
-from pong.train import Trainer
-from pong.watchdog import Watchdog
+from pong.core.schedule import WorkerError
+from pong.core.train import NonFiniteError, Trainer
+from pong.envs.make import check_env
+from pong.run.cluster import cluster_summary, connect, resolve_address
+from pong.run.config import Config, Options, Watch, add_flags, fill, given, hyperparameters
+from pong.run.directory import Run
+from pong.run.errors import PongError, UsageError, output_closed
+from pong.run.report import announce, batch_line, failed, farewell, interrupted, reached, started
+from pong.run.stops import Stops
+from pong.tools import snapshot
+from pong.tools.evaluate import watch
 
 PROG = "driver.py"
 
@@ -111,7 +106,7 @@ def prepare(args: argparse.Namespace, options: Options) -> Run:
         run = Run.start(
             options.run_dir, config, options.checkpoint_every, options.start_from, env_given
         )
-    run.watch_every = options.watch_every
+    run.watch_every, run.checkpoint_seconds = options.watch_every, options.checkpoint_seconds
     try:
         check_env(run.config.env)
     except ValueError as e:  # a resumed run's env comes from its checkpoint, maybe hand-edited
@@ -127,29 +122,38 @@ def prepare(args: argparse.Namespace, options: Options) -> Run:
     return run
 
 
-def train(run: Run, options: Options, address: str | None = None) -> None:
-    """Start the workers, then update until the options stop it (or forever), one line each."""
+def new_trainer(run: Run) -> Trainer:
+    """The trainer of ``run``'s settings, from the state it starts from."""
+    return Trainer(**hyperparameters(run.config), state=run.initial)
+
+
+def train(run: Run, options: Options, stops: Stops, address: str | None = None) -> None:
+    """Start the workers, then update until the options stop it (or forever), one line each.
+
+    Whatever ends it (a stop, Ray failing under it, an error), the last finished
+    update is saved on the way out.
+    """
     trainer, first, iterations = None, run.saved_at, options.iterations
     try:
-        trainer = Trainer(run.config, run.initial)
+        trainer = new_trainer(run)
         print(started(trainer), flush=True)
         while (iterations is None or trainer.iteration - first < iterations) and not reached(
             trainer.running_reward, options.until_mean
         ):
-            try:
-                update = trainer.play()  # a stop while the games run loses only them
-            except OSError as e:  # Ray's own link broke (its raylet, or a node, is gone)
-                raise ClusterError(
-                    f"lost contact with Ray ({e.strerror or e}); a node may have gone down"
-                ) from None
-            with held_back():  # applied, counted, recorded and printed, or none of these
+            update = trainer.play()  # a stop or a failure here loses only this update's games
+            with stops.held():  # applied, counted, recorded and printed, or none of these
                 trainer.apply(update)
                 run.record(update, trainer)
                 for message in update.messages:
                     print(message, flush=True)
                 print(batch_line(update, trainer), flush=True)
+            if run.watch_due(trainer.iteration):
+                shot = snapshot.take(trainer.model, run.config.env, seed=trainer.iteration)
+                warning = run.watch(shot, trainer)
+                if warning:
+                    print(warning, flush=True)
     finally:
-        finishing()  # the last save: a stop from here on is only counted
+        stops.ending = True  # the last save: a stop from here on is only counted
         run.close(trainer)
         if trainer is not None:
             print(farewell(run, trainer, first, address, options.until_mean, __file__), flush=True)
@@ -158,54 +162,43 @@ def train(run: Run, options: Options, address: str | None = None) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     run: Run | None = None
-    watchdog: Watchdog | None = None  # on the local Ray's own processes
-    with signals_stop() as received:  # the first SIGINT/SIGTERM stops; later ones wait
+    stops = Stops()
+    stops.install()  # the first SIGINT/SIGTERM stops; later ones wait for the save
+    try:
+        if args.evaluate is not None:
+            watch(fill(args, Watch), args.env, args.seed)
+            return 0
+        check_text(sys.argv if argv is None else argv)
+        address = resolve_address(args.address)
+        options = fill(args, Options)
+        run = prepare(args, options)
+        run.open()  # the run directory is ours before Ray starts
         try:
-            if args.evaluate is not None:
-                watch(fill(args, Watch), args.env, args.seed)
-                return 0
-            check_text(sys.argv if argv is None else argv)
-            address = resolve_address(args.address)
-            options = fill(args, Options)
-            run = prepare(args, options)
-            run.open()  # the run directory is ours before Ray starts
-            try:
-                connect(address, args.num_cpus)
-                if address is None:
-                    watchdog = Watchdog.of_local_ray()  # set before it starts, for finally
-                    if watchdog is not None:
-                        watchdog.start(run.checkpoint_path)
-                announce(run, options, cluster_summary(address))
-                train(run, options, address)
-            finally:
-                run.close()  # gives the directory up, also when Ray could not start
-        except PongError as e:
-            return failed(PROG, e, run, watchdog)
-        except BrokenPipeError:  # `driver.py | head`: nobody reads any more, so stop as `yes` does
-            finishing()
-            print(f"{PROG}: stopped: its output was closed", file=sys.stderr, flush=True)
-            return output_closed()
-        except OSError as e:  # a file or socket the checks before could not foresee
-            finishing()
-            where = f"{e.filename}: " if e.filename else ""
-            print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt as stopped:
-            return interrupted(PROG, stopped, received, run, watchdog)
+            connect(address, args.num_cpus)
+            announce(run, options, cluster_summary(address))
+            train(run, options, stops, address)
         finally:
-            finishing()  # a stop from here on is only counted
-            if watchdog is not None:
-                watchdog.shut_down()  # ray.shutdown, or kill what is left of a Ray that died
-            else:
-                ray.shutdown()  # a no-op when Ray was never started
+            run.close()  # gives the directory up, also when Ray could not start
+    except (PongError, ray.exceptions.RayError, WorkerError, NonFiniteError) as e:
+        stops.ending = True
+        return failed(PROG, e, run)
+    except BrokenPipeError:  # `driver.py | head`: nobody reads any more, so stop as `yes` does
+        stops.ending = True
+        print(f"{PROG}: stopped: its output was closed", file=sys.stderr, flush=True)
+        return output_closed()
+    except OSError as e:  # a file or socket the checks before could not foresee
+        stops.ending = True
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        stops.ending = True
+        return interrupted(PROG, stops.received)
+    finally:
+        stops.ending = True  # a stop from here on is only counted
+        ray.shutdown()  # ends a local Ray's processes; a no-op when Ray never started
     return 0
 
 
 if __name__ == "__main__":
-    code = main()
-    if Watchdog.fired:  # Ray's exit hooks would talk to the dead Ray, for up to a minute
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError):
-                stream.flush()
-        os._exit(code)
-    sys.exit(code)
+    sys.exit(main())

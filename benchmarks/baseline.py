@@ -9,7 +9,7 @@ after NumPy is loaded (too late, as the original did), a row-major ``W1``. Run
 with our ``RolloutWorker`` it is the ablation "one worker per game": our
 workers, one per batch slot as in Ray's example, instead of one per CPU with the
 games dealt as they finish. Every way plays the games ``Trainer`` plays: game
-``g`` of update ``u`` is seeded by ``pong.worker.game_seed(seed, u, g)``.
+``g`` of update ``u`` is seeded by ``pong.core.worker.game_seed(seed, u, g)``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import NamedTuple
 import numpy as np
 import ray
 
-from pong.env import make_env
-from pong.model import Model, zeros_like_weights
-from pong.rollout import episode_gradient_dense, rollout_dense
-from pong.worker import Result, game_randomness, game_seed
+from pong.core.model import Model, zeros_like_weights
+from pong.core.rollout import episode_gradient_dense, rollout_dense
+from pong.core.worker import Result, game_randomness, game_seed
+from pong.envs.make import make_env
 
 
 class DenseGrad(NamedTuple):

@@ -7,7 +7,7 @@ say), with this repository's environment:
 
 It saves and loads a full checkpoint (W1, W2 and their RMSProp caches, float64)
 ``--repeats`` times in a temporary directory, through the checkout's own
-``pong.checkpoint.save`` and ``load`` (whatever file format that commit writes),
+``pong.run.checkpoint.save`` and ``load`` (whatever file format that commit writes),
 and prints the median of each and the file's size.
 """
 
@@ -26,9 +26,9 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
-from pong import checkpoint  # noqa: E402
-from pong.config import Config  # noqa: E402
-from pong.model import Model  # noqa: E402
+from pong.run import checkpoint  # noqa: E402
+from pong.core.model import Model  # noqa: E402
+from pong.run.config import Config  # noqa: E402
 
 
 def main() -> None:

@@ -29,8 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import ray  # noqa: E402
 
 from benchmarks.common import machine, start_local_ray, table  # noqa: E402
-from pong.config import Config  # noqa: E402
-from pong.train import Trainer  # noqa: E402
+from pong.core.train import Trainer  # noqa: E402
+from pong.run.config import Config, hyperparameters  # noqa: E402
 from tests.helpers import free_port, stop_processes_of  # noqa: E402
 
 LOCAL_ONLY = ("RAY_prestart_worker_first_driver", "RAY_enable_metrics_collection")
@@ -39,7 +39,7 @@ RAY = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
 
 def timed_updates(batch_size: int, env_id: str, updates: int) -> tuple[int, float]:
     """One warm-up update, then ``updates`` timed ones on the Ray this process joined."""
-    trainer = Trainer(Config(batch_size=batch_size, env=env_id, seed=0))
+    trainer = Trainer(**hyperparameters(Config(batch_size=batch_size, env=env_id, seed=0)))
     trainer.step()
     timed = [trainer.step() for _ in range(updates)]
     return sum(u.steps for u in timed), sum(u.seconds for u in timed)

@@ -12,8 +12,9 @@ import gymnasium as gym
 import numpy as np
 import ray
 
-from pong.cluster import local_ray_settings
-from pong.env import DOWN, UP, make_env
+from pong.core.rollout import DOWN, UP
+from pong.envs.make import make_env
+from pong.run.cluster import local_ray_settings
 
 
 def emulator_episode(env: gym.Env, rng: np.random.Generator, seed: int | None = None) -> int:
@@ -49,7 +50,7 @@ def emulator_only(env_id: str, episodes: int, seed: int) -> tuple[int, float]:
     """Emulator-only steps and seconds over ``episodes`` episodes on one env.
 
     The env is seeded on its first reset only; the later resets are unseeded, a
-    few ms, as a worker's seeded ones are once ``pong.seeded_reset`` has checked
+    few ms, as a worker's seeded ones are once ``pong.envs.seeded_reset`` has checked
     its quick way (ale-py's own seeded reset reloads the ROM).
     """
     env = make_env(env_id)

@@ -22,9 +22,9 @@ import numpy as np  # noqa: E402
 import ray  # noqa: E402
 
 from benchmarks.common import machine, start_local_ray, table  # noqa: E402
-from pong.config import Config  # noqa: E402
-from pong.model import Model, zeros_like_weights  # noqa: E402
-from pong.train import Trainer  # noqa: E402
+from pong.core.model import Model, zeros_like_weights  # noqa: E402
+from pong.core.train import Trainer  # noqa: E402
+from pong.run.config import Config, hyperparameters  # noqa: E402
 
 
 def rmsprop_seconds(trainer: Trainer, repeats: int = 5) -> float:
@@ -51,7 +51,7 @@ def main() -> None:
     args = parser.parse_args()
 
     cpus = start_local_ray(args.num_cpus)
-    trainer = Trainer(Config(batch_size=args.batch_size, env=args.env, seed=0))
+    trainer = Trainer(**hyperparameters(Config(batch_size=args.batch_size, env=args.env, seed=0)))
     trainer.step()  # warm-up
     wall = process = thread = 0.0
     for _ in range(args.updates):

@@ -44,16 +44,16 @@ from benchmarks.common import (  # noqa: E402
     start_local_ray,
     table,
 )
-from pong.config import Config  # noqa: E402
-from pong.train import Trainer  # noqa: E402
-from pong.worker import RolloutWorker  # noqa: E402
+from pong.core.train import Trainer  # noqa: E402
+from pong.core.worker import RolloutWorker  # noqa: E402
+from pong.run.config import Config, hyperparameters  # noqa: E402
 
 
 def run(path: str, batch_size: int, env_id: str, updates: int) -> tuple[int, float, float]:
     """A fresh loop on ``path``: one warm-up update, then ``updates`` timed ones; (steps, s,
     the workers' resident MB)."""
     if path == "ours":
-        trainer = Trainer(Config(batch_size=batch_size, env=env_id, seed=0))
+        trainer = Trainer(**hyperparameters(Config(batch_size=batch_size, env=env_id, seed=0)))
         trainer.step()  # warm-up
         timed = [(u.steps, u.seconds) for u in (trainer.step() for _ in range(updates))]
         actors = trainer.games.actors

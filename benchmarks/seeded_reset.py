@@ -1,4 +1,4 @@
-"""What a game's start costs: ale-py's seeded reset, ours (``pong.seeded_reset``), an unseeded one.
+"""What a game's start costs: ale-py's seeded reset, ours (``pong.envs.seeded_reset``), unseeded.
 
 Run:  python benchmarks/seeded_reset.py [--resets 20]
 
@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import machine, table  # noqa: E402
-from pong.env import DEFAULT_ENV, make_env  # noqa: E402
+from pong.envs.make import DEFAULT_ENV, make_env  # noqa: E402
 
 
 def main() -> None:

@@ -26,8 +26,8 @@ os.environ["PYTHONPATH"] = ROOT  # its workers import the same checkout's pong
 import ray  # noqa: E402
 
 from benchmarks.common import start_local_ray  # noqa: E402
-from pong.config import Config  # noqa: E402
-from pong.train import Trainer, Update  # noqa: E402
+from pong.core.train import Trainer, Update  # noqa: E402
+from pong.run.config import Config, hyperparameters  # noqa: E402
 
 held_bytes = [0]  # the most bytes of results held back at once, over the timed updates
 
@@ -60,7 +60,9 @@ def main() -> None:
     where = ray.get(imported_from.remote())
     if not where.startswith(ROOT):
         sys.exit(f"the workers imported {where}, not the checkout in {ROOT}")
-    trainer = Trainer(Config(batch_size=args.batch_size, env="ALE/Pong-v5", seed=0))
+    trainer = Trainer(
+        **hyperparameters(Config(batch_size=args.batch_size, env="ALE/Pong-v5", seed=0))
+    )
     trainer.step()  # warm-up
     ordered = "held" in Update.__dataclass_fields__
     if ordered:

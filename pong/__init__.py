@@ -1,29 +1,22 @@
 """pong: Karpathy's policy-gradient Pong in NumPy, games played in parallel by Ray actors.
 
-The pieces, in the order the data flows:
+Four parts, each a subpackage:
 
-- ``preprocess``: RGB frame -> 6400 inputs (``pong.preprocess``).
-- ``Model``: the two-layer policy network and its RMSProp update (``pong.model``).
-- ``rollout``: play one episode, stored sparsely; ``rollout_dense``: the same, stored
-  as the 2016 program did; ``episode_gradient``: its gradient (``pong.rollout``).
-- ``process_rewards``: discounted returns with the per-point reset (``pong.rewards``).
-- ``RolloutWorker``: the Ray actor that owns an env and returns gradients (``pong.worker``).
-- ``Trainer``: the driver's side, one update per ``step`` (``pong.train``), with
-  its settings in ``pong.config.Config``.
+- ``pong.core``: the algorithm, importing nothing else of ours: ``preprocess``,
+  the two-layer ``Model`` and its RMSProp update, ``process_rewards``, the
+  ``rollout`` of one game and its ``episode_gradient``, the ``RolloutWorker``
+  Ray actor and the ``Trainer`` whose ``step`` is one update.
+- ``pong.envs``: making the Pong envs, their seeded reset, and a toy Pong.
+- ``pong.run``: a run's settings, directory, checkpoint, metrics and printed lines.
+- ``pong.tools``: watching, exporting, plotting and comparing what runs made.
 
-Importing ``pong`` registers the toy env with Gymnasium, as env packages do:
-``gymnasium.make("PongToy/Catch-v0")`` (``pong.toy``).
+``import pong`` imports none of them (nor Ray); ``from pong import Model`` and
+the other names above load the part they come from.
 """
 
-from pong import toy
-from pong.model import Model
-from pong.preprocess import preprocess
-from pong.rewards import process_rewards
-from pong.rollout import episode_gradient, rollout, rollout_dense
-from pong.train import Trainer
-from pong.worker import RolloutWorker
+from __future__ import annotations
 
-toy.register()  # gymnasium.make("PongToy/Catch-v0") after `import pong`
+import importlib
 
 __all__ = [
     "Model",
@@ -35,3 +28,10 @@ __all__ = [
     "rollout",
     "rollout_dense",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``pong.Model`` and the rest, imported on first use (PEP 562): Ray only with the actor."""
+    if name not in __all__:
+        raise AttributeError(f"module 'pong' has no attribute {name!r}")
+    return getattr(importlib.import_module("pong.core"), name)

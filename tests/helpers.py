@@ -14,9 +14,9 @@ from pathlib import Path
 
 import ray
 
-from pong.config import Config
-from pong.schedule import Games
-from pong.train import Trainer
+from pong.core.schedule import Games
+from pong.core.train import Trainer
+from pong.run.config import Config
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,0 +1,51 @@
+"""The algorithm: Karpathy's 2016 policy-gradient Pong, with Ray actors playing the games.
+
+Read in this order, the order the data flows:
+
+- ``preprocess``: an RGB frame -> the 6400 inputs (``frames``: the same pixels,
+  read straight from the emulator, as training does).
+- ``model``: the two-layer policy network, its gradient and RMSProp.
+- ``rewards``: discounted returns, reset at each point.
+- ``rollout``: one game played and stored, and its gradient.
+- ``worker``: ``RolloutWorker``, the Ray actor that plays games.
+- ``schedule`` and ``train``: one update, as Ray's example has it; ``state``: what
+  a checkpoint holds.
+
+It imports nothing else of ours: it takes plain hyperparameters and a function
+that makes an env, and gives back plain state.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = [
+    "Model",
+    "RolloutWorker",
+    "State",
+    "Trainer",
+    "episode_gradient",
+    "preprocess",
+    "process_rewards",
+    "rollout",
+    "rollout_dense",
+]
+
+_HOMES = {  # where each name lives; the actor and the trainer bring Ray with them
+    "Model": "model",
+    "RolloutWorker": "worker",
+    "State": "state",
+    "Trainer": "train",
+    "episode_gradient": "rollout",
+    "preprocess": "preprocess",
+    "process_rewards": "rewards",
+    "rollout": "rollout",
+    "rollout_dense": "rollout",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Each name imported on first use (PEP 562), so ``Model`` comes without Ray."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'pong.core' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"pong.core.{_HOMES[name]}"), name)

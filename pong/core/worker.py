@@ -1,0 +1,130 @@
+"""The Ray actor that plays Pong: it owns one env and returns one episode's gradient."""
+
+from __future__ import annotations
+
+import os
+import socket
+import warnings
+from collections.abc import Callable
+from typing import NamedTuple
+
+import gymnasium as gym
+import numpy as np
+import ray
+
+from pong.core.model import Model, SparseGrad
+from pong.core.rollout import episode_gradient, rollout
+
+__all__ = [
+    "MAX_RESTARTS",
+    "THREAD_ENV_VARS",
+    "WORKER_MEMORY",
+    "Result",
+    "RolloutWorker",
+    "game_randomness",
+    "game_seed",
+]
+
+# A worker whose process dies (killed, out of memory, node lost) is started
+# again by Ray and its unfinished game replayed, up to this many times; after
+# that the driver stops with an error rather than retrying forever.
+MAX_RESTARTS = 3
+
+WORKER_MEMORY = 60 * 2**20  # bytes of its own a RolloutWorker playing Pong holds (about 57 MB)
+
+# Each worker runs its small matrix products single-threaded: ten workers with a
+# BLAS thread pool per core would fight over the cores. The variables must be in
+# the process's environment before NumPy loads its BLAS, so they travel in Ray's
+# runtime_env rather than being set inside the actor (too late: NumPy is loaded).
+THREAD_ENV_VARS = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+}
+
+
+class Result(NamedTuple):
+    """What a worker returns for one episode.
+
+    Attributes:
+        grad: the episode's policy gradient, ``W1`` as its non-zero columns.
+        reward: the episode's total reward (points won minus points lost).
+        steps: number of env steps.
+        note: ``None``, or one line on what was done about a degenerate episode.
+        restarted: this worker's process had died and Ray started it again
+            since its last result (the game was replayed from the start).
+        node: id of the Ray node the game was played on (``None``: unknown).
+    """
+
+    grad: SparseGrad
+    reward: float
+    steps: int
+    note: str | None
+    restarted: bool = False
+    node: str | None = None
+
+
+@ray.remote(
+    runtime_env={"env_vars": THREAD_ENV_VARS},
+    max_restarts=MAX_RESTARTS,
+    max_task_retries=MAX_RESTARTS,
+)
+class RolloutWorker:
+    """Owns one env, created once; plays one episode per ``compute_gradient`` call.
+
+    Args:
+        make_env: makes the env, as Gymnasium's vector envs take env functions
+            (``pong.envs.make.env_maker`` makes one for an env id).
+    """
+
+    def __init__(self, make_env: Callable[[], gym.Env]) -> None:
+        self.env = make_env()
+        self.node = ray.get_runtime_context().get_node_id()
+        with warnings.catch_warnings():  # Ray's property calls a deprecated API of its own
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
+
+    def compute_gradient(self, model: Model, seed: np.random.SeedSequence | int | None) -> Result:
+        """Play the game of ``seed`` with ``model``; its gradient and reward.
+
+        ``seed`` (see ``game_seed``) seeds the env's reset and the action draws,
+        so a game is the same whichever worker plays it (``None``: fresh entropy).
+        """
+        rng, reset_seed = game_randomness(seed)
+        episode = rollout(model, self.env, rng, seed=reset_seed)
+        grad, note = episode_gradient(model, episode)
+        restarted, self.restarted = self.restarted, False
+        return Result(grad, float(episode.epr.sum()), len(episode.epr), note, restarted, self.node)
+
+    def describe(self) -> dict[str, object]:
+        """Where this worker runs: node id, host name, pid and thread variables."""
+        return {
+            "node_id": self.node,
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+            "thread_env": {k: os.environ.get(k) for k in THREAD_ENV_VARS},
+        }
+
+
+def game_seed(seed: int, iteration: int, game: int) -> np.random.SeedSequence:
+    """The seed of game ``game`` (from 0) of update ``iteration`` (from 1) of a run's ``seed``.
+
+    Independent of the weights' seed (spawn key ``(0,)``) and of every other game.
+    """
+    return np.random.SeedSequence(seed, spawn_key=(iteration, game))
+
+
+def game_randomness(
+    seed: np.random.SeedSequence | int | None,
+) -> tuple[np.random.Generator, int]:
+    """A game's action draws and its env's reset seed, from the game's ``seed``.
+
+    The two children are ``seed.spawn(2)``'s, made the same way each time
+    (``spawn`` on one object counts its calls).
+    """
+    if not isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed)
+    actions, env = (
+        np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)) for k in (0, 1)
+    )
+    return np.random.default_rng(actions), int(env.generate_state(1)[0])

@@ -1,0 +1,88 @@
+"""Making the Atari Pong environment with Gymnasium and ale-py."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+
+import gymnasium as gym
+
+from pong.envs.seeded_reset import SeededReset
+
+__all__ = ["DEFAULT_ENV", "PONG_ENVS", "check_env", "check_id", "env_maker", "make_env"]
+
+DEFAULT_ENV = "ALE/Pong-v5"  # frameskip 4, sticky actions 0.25
+# What this program plays: ale-py's Pong ids (Pong-v0 is the 2016 program's) and our toy.
+PONG_ENVS = (
+    DEFAULT_ENV,
+    "Pong-v0",
+    "Pong-v4",
+    "PongNoFrameskip-v0",
+    "PongNoFrameskip-v4",
+    "PongToy/Catch-v0",
+)
+
+
+def _register() -> None:
+    """Register ale-py's envs (Gymnasium 1.x no longer discovers plugins) and our toy."""
+    import ale_py
+
+    from pong.envs import toy
+
+    # One banner per worker process says nothing a user needs.
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    gym.register_envs(ale_py)
+    toy.register()
+
+
+def check_id(env_id: str) -> None:
+    """Refuse an id this program does not play, before anything is imported or made.
+
+    Ids come from flags and from checkpoints, which are shared: Gymnasium would
+    import the module named before a ``:`` in an id, so an id is only ever
+    compared with ``PONG_ENVS``.
+
+    Raises:
+        ValueError: naming the id and the ids this program plays.
+    """
+    if env_id in PONG_ENVS:
+        return
+    if ":" in env_id:
+        raise ValueError(
+            f"env id {env_id!r} names a Python module to import; an env id is only ever one"
+            f" of {', '.join(PONG_ENVS)}"
+        )
+    raise ValueError(f"unknown env id {env_id!r}: this program plays {', '.join(PONG_ENVS)}")
+
+
+def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:
+    """Create the env ``env_id``, one of ``PONG_ENVS``.
+
+    An Atari env comes wrapped in ``pong.envs.seeded_reset.SeededReset``: every game is
+    seeded, and after its first (two ROM loads, its check) a seeded reset skips
+    reloading the ROM.
+
+    Raises:
+        ValueError: an id outside ``PONG_ENVS``.
+    """
+    check_id(env_id)
+    _register()
+    with warnings.catch_warnings():
+        # Pong-v0 is the id of the 2016 program; using it on purpose is fine.
+        warnings.filterwarnings("ignore", message=".*is out of date", category=DeprecationWarning)
+        env = gym.make(env_id)
+    from ale_py.env import AtariEnv
+
+    return SeededReset(env) if isinstance(env.unwrapped, AtariEnv) else env
+
+
+def env_maker(env_id: str) -> Callable[[], gym.Env]:
+    """What makes ``env_id`` in a ``RolloutWorker`` (which Ray pickles by reference)."""
+    check_id(env_id)
+    return functools.partial(make_env, env_id)
+
+
+def check_env(env_id: str) -> None:
+    """Raise ``ValueError`` with a one-line reason unless ``env_id`` makes a Pong env."""
+    make_env(env_id).close()

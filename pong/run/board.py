@@ -1,0 +1,99 @@
+"""TensorBoard event files beside the CSVs: ``tensorboard --logdir runs`` shows every run.
+
+The tags are CleanRL's, so its users see the curves they know, and the x axis
+is theirs too: env steps so far (``global_step``).
+
+- ``charts/episodic_return``, ``charts/episodic_length``: each game, at the
+  step it ended.
+- ``charts/SPS``: env steps per second of the update.
+- ``charts/running_reward``: the running mean the driver prints.
+- ``charts/update_seconds``: the update's wall time.
+
+Events are written and flushed with each update, in this thread, so a full
+disk is an ``OSError`` here like any other file's. A resumed run starts its
+file with TensorBoard's restart marker at the step after its checkpoint: the
+events a killed run wrote after that step are hidden, so each step shows once.
+The CSVs stay the run's record; these files are for watching.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tensorboardX.proto.event_pb2 import Event, SessionLog
+from tensorboardX.proto.summary_pb2 import Summary
+from tensorboardX.record_writer import masked_crc32c
+from tensorboardX.summary import scalar
+
+from pong.run.files import Directory, create_new
+
+if TYPE_CHECKING:
+    from pong.core.train import Trainer, Update
+
+__all__ = ["EVENTS", "Board"]
+
+EVENTS = "events.out.tfevents."  # the start of an event file's name, as TensorBoard's own
+
+
+class Board:
+    """Writes one update's scalars at a time into an event file in ``run_dir``."""
+
+    def __init__(self, run_dir: Directory | Path, resumed_at_step: int | None = None) -> None:
+        # The name holds the second it was made, as tensorboardX's; nanoseconds keep a quick
+        # resume's name new and, sorted, after the one before (TensorBoard reads them in order).
+        name = f"{EVENTS}{int(time.time())}.{socket.gethostname()}.{time.time_ns()}"
+        if isinstance(run_dir, Directory):
+            self._file = run_dir.create(name)  # a new file, never through a planted link
+        else:
+            self._file = create_new(run_dir / name)
+        self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
+        if resumed_at_step is not None:  # hide what a killed run logged past its checkpoint
+            self._write(
+                Event(
+                    wall_time=time.time(),
+                    step=resumed_at_step + 1,
+                    session_log=SessionLog(status=SessionLog.START),
+                )
+            )
+
+    def record(self, update: Update, trainer: Trainer) -> None:
+        """The scalars of the update ``trainer`` just made, flushed."""
+        step = trainer.steps - update.steps
+        for reward, length in zip(update.rewards, update.episode_steps, strict=True):
+            step += length
+            self._scalar("charts/episodic_return", reward, step)
+            self._scalar("charts/episodic_length", length, step)
+        self._scalar("charts/SPS", update.steps_per_second, trainer.steps)
+        self._scalar("charts/running_reward", trainer.running_reward, trainer.steps)
+        self._scalar("charts/update_seconds", update.seconds, trainer.steps)
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def image(self, tag: str, encoded: bytes, shape: tuple[int, int], step: int) -> None:
+        """A PNG or GIF (TensorBoard animates a GIF) under ``tag`` at ``step``, flushed."""
+        height, width = shape
+        picture = Summary.Image(
+            height=height, width=width, colorspace=1, encoded_image_string=encoded
+        )
+        summary = Summary(value=[Summary.Value(tag=tag, image=picture)])
+        self._write(Event(wall_time=time.time(), step=step, summary=summary))
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def _write(self, event: Event) -> None:
+        """One record of TensorBoard's file format: length, its CRC, the event, its CRC."""
+        data = event.SerializeToString()
+        header = struct.pack("<Q", len(data))
+        crcs = struct.pack("<I", masked_crc32c(header)), struct.pack("<I", masked_crc32c(data))
+        self._file.write(header + crcs[0] + data + crcs[1])
+
+    def _scalar(self, tag: str, value: float, step: int) -> None:
+        event = Event(wall_time=time.time(), step=step, summary=scalar(tag, float(value)))
+        self._write(event)

@@ -1,0 +1,385 @@
+"""Checkpoints and policy files: a run's state, or a trained policy, as safetensors.
+
+A *checkpoint* (``checkpoint.safetensors`` in a run directory) holds what a run
+needs to continue: the weights ``W1`` (H, D) and ``W2`` (H,) and their RMSProp
+caches ``cache_W1`` and ``cache_W2``, float64. A *policy file* (``save_policy``)
+is the small form for sharing a trained agent: ``W1`` and ``W2`` alone, float32
+(5 MB instead of 20; rounding moves a weight by at most 6e-8 of itself). In
+both, the header's metadata (text values, as the format requires) holds the
+format, the counters, the running means, the seed and the run's settings. Both
+open wherever safetensors does: ``safetensors.numpy.load_file``, PyTorch, JAX,
+Rust.
+
+Every file read is treated as hostile, since policy files are made to be
+shared: ``load`` opens it without following a link or blocking, refuses
+anything but a regular file of at most ``MAX_BYTES``, checks the 8-byte header
+length against the file's size and ``MAX_HEADER_BYTES`` before it reads the
+rest, and lets safetensors parse it (offsets, dtypes, shapes). Then its own
+checks: exactly the tensors expected, their dtypes and shapes, finite values,
+metadata of bounded size, each setting checked as its flag is, the env id as
+data. Each refusal is a ``CheckpointError`` of one line naming the file. Files
+are written whole or not at all (``pong.run.files.atomic_write``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import safetensors.numpy
+from safetensors import SafetensorError
+
+from pong.core.model import D, H
+from pong.core.state import State
+from pong.run.config import Config
+from pong.run.errors import UsageError, command
+from pong.run.files import NotRegularError, atomic_write, open_file
+
+__all__ = [
+    "FILENAME",
+    "Checkpoint",
+    "CheckpointError",
+    "decode",
+    "encode",
+    "load",
+    "save",
+    "save_policy",
+]
+
+FILENAME = "checkpoint.safetensors"  # inside a run directory
+OLD_FILENAME = "checkpoint.npz"  # an earlier version's; python -m pong.convert carries it over
+FORMAT = "pong-checkpoint/2"
+POLICY_FORMAT = "pong-policy/2"  # weights only, float32
+SHAPES = {"W1": (H, D), "W2": (H,), "cache_W1": (H, D), "cache_W2": (H,)}
+POLICY_SHAPES = {"W1": (H, D), "W2": (H,)}
+MAX_BYTES = 32 * 2**20  # a checkpoint is 20.5 MB, a policy file 5.1
+MAX_HEADER_BYTES = 2**16  # the JSON header; ours is under 1 KB
+MAX_TEXT = 200  # characters of a metadata value, such as the env id
+MAX_ENTRIES = 64  # metadata entries; ours are 11
+MAX_COUNT = 10**15  # updates, games or env steps: far past any run
+MAX_SCORE = 1000.0  # a running mean of game scores; Pong's lie in -21..21
+COUNTERS = ("iteration", "episodes", "steps")
+MEANS = ("running_reward", "best_running_reward")
+NONE = "none"  # a running mean before any game
+ZIP = b"PK\x03\x04"  # how an earlier version's .npz begins
+
+
+class CheckpointError(UsageError, ValueError):
+    """A checkpoint could not be used; the message names the file and the problem."""
+
+
+@dataclass
+class Checkpoint(State):
+    """A run's state between two updates (``pong.core.state.State``; ``rmsprop_cache`` is
+    ``None`` when read from a policy file), with the run's settings, its seed included."""
+
+    config: Config
+
+    @classmethod
+    def of(cls, state: State, config: Config) -> Checkpoint:
+        """``state`` with ``config``."""
+        return cls(**vars(state), config=config)
+
+
+def encode(checkpoint: Checkpoint, *, policy: bool = False) -> bytes:
+    """``checkpoint`` as the bytes of a safetensors file: a checkpoint, or with ``policy``
+    the float32 weights alone."""
+    return b"".join(_encoded(checkpoint, policy))
+
+
+def _encoded(checkpoint: Checkpoint, policy: bool) -> tuple[bytes, memoryview]:
+    """``encode``'s bytes in two pieces: the header, and the tensors' data."""
+    if policy:
+        tensors = {k: checkpoint.weights[k].astype(np.float32, order="C") for k in POLICY_SHAPES}
+    else:
+        tensors = {
+            **checkpoint.weights,
+            **{f"cache_{k}": v for k, v in checkpoint.rmsprop_cache.items()},
+        }
+        # safetensors writes an array's memory as it lies: W1 is column-major here
+        tensors = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}
+    return _in_order(safetensors.numpy.save(tensors, metadata(checkpoint, policy)))
+
+
+def _in_order(data: bytes) -> tuple[bytes, memoryview]:
+    """``data`` with its header's metadata in sorted order, so that one state is one file:
+    the new header, and the tensors' bytes as they were (not copied).
+
+    safetensors writes the metadata in its hash map's order, which changes from
+    process to process; the same entries in another order are the same length.
+    """
+    length = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + length])
+    tensors = sorted(
+        (k for k in header if k != "__metadata__"), key=lambda k: header[k]["data_offsets"]
+    )
+    ordered = {"__metadata__": dict(sorted(header["__metadata__"].items()))}
+    ordered.update((k, header[k]) for k in tensors)
+    text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(text) > length:  # never: the same entries, written as compactly
+        raise ValueError("the sorted header is longer than safetensors' own")
+    return data[:8] + text.ljust(length), memoryview(data)[8 + length :]
+
+
+def metadata(checkpoint: Checkpoint, policy: bool = False) -> dict[str, str]:
+    """The header's metadata: every value a text; floats as ``repr``, which reads back exactly."""
+    values: dict[str, object] = {
+        "format": POLICY_FORMAT if policy else FORMAT,
+        **{name: getattr(checkpoint, name) for name in (*COUNTERS, *MEANS)},
+        **dataclasses.asdict(checkpoint.config),
+    }
+    return {k: as_text(v) for k, v in values.items()}
+
+
+def as_text(value: object) -> str:
+    """A metadata value as its text: a float as ``repr`` (which reads back exactly),
+    ``None`` (no running mean yet) as ``NONE``."""
+    return NONE if value is None else repr(value) if isinstance(value, float) else str(value)
+
+
+def save(
+    path: str | os.PathLike,
+    checkpoint: Checkpoint,
+    *,
+    policy: bool = False,
+    replace: bool = True,
+    dir_fd: int | None = None,
+) -> int:
+    """Write ``encode(checkpoint, policy=policy)`` to ``path`` atomically (temporary file,
+    fsync, rename); its size in bytes. ``dir_fd``: as ``pong.run.files.atomic_write``'s.
+
+    Raises:
+        FileExistsError: ``replace`` is false and ``path`` exists (the file is untouched).
+    """
+    header, tensors = _encoded(checkpoint, policy)  # written as two pieces: no 20 MB join
+    with atomic_write(path, "wb", replace=replace, dir_fd=dir_fd) as f:
+        f.write(header)
+        f.write(tensors)
+    return len(header) + len(tensors)
+
+
+def save_policy(path: str | os.PathLike, checkpoint: Checkpoint, *, replace: bool = True) -> int:
+    """Write ``checkpoint``'s weights alone, as float32, atomically; its size in bytes.
+
+    Raises:
+        FileExistsError: ``replace`` is false and ``path`` exists (the file is untouched).
+    """
+    return save(path, checkpoint, policy=True, replace=replace)
+
+
+def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
+    """Read a checkpoint written by ``save``; with ``policy``, a policy file too.
+
+    ``path`` may also be a run directory holding ``checkpoint.safetensors``. Weights
+    come back as float64, W1 column-major, whichever file they came from.
+
+    Raises:
+        CheckpointError: missing, unreadable, truncated or damaged file, a link,
+            a FIFO or other special file, one too large, not a checkpoint, a policy
+            file where a checkpoint is needed, or one of an earlier version.
+    """
+    path = Path(path)
+    path = path / FILENAME if path.is_dir() else path  # a run directory, or a link to one
+    try:
+        with open_file(path, MAX_BYTES) as f:
+            data = _read(f, path)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: no such checkpoint file{_old_hint(path)}") from None
+    except NotRegularError as e:
+        raise CheckpointError(f"{path}: {e.strerror}") from None
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
+    return decode(data, path, policy=policy)
+
+
+def _read(f, path: Path) -> bytes:
+    """The file's bytes, once the header length it begins with fits the file and the cap."""
+    head = f.read(8)
+    if head[:4] == ZIP:
+        raise CheckpointError(
+            f"{path}: a .npz file of an earlier version of pong; carry it over with"
+            f" {command(path, module='pong.convert')}"
+        )
+    size = os.fstat(f.fileno()).st_size
+    if len(head) < 8:
+        raise CheckpointError(f"{path}: not a safetensors file ({len(head)} bytes long)")
+    length = int.from_bytes(head, "little")
+    if length > MAX_HEADER_BYTES:
+        raise CheckpointError(
+            f"{path}: not a pong checkpoint (a header of {length:,} bytes, more than"
+            f" {MAX_HEADER_BYTES:,})"
+        )
+    if 8 + length > size:
+        raise CheckpointError(
+            f"{path}: damaged (its header claims {length:,} bytes; the file has {size:,})"
+        )
+    f.seek(0)
+    data = f.read(size + 1)  # in one piece: the 8 bytes read first are read again
+    if len(data) != size:
+        raise CheckpointError(f"{path}: changed while it was read; try again")
+    return data
+
+
+def _old_hint(path: Path) -> str:
+    old = path.with_name(OLD_FILENAME)
+    if path.name == FILENAME and os.path.lexists(old):
+        convert = command(old, module="pong.convert")
+        return f" (it holds an earlier version's {OLD_FILENAME}: {convert})"
+    return ""
+
+
+def decode(data: bytes, path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
+    """The checkpoint in ``data``, a safetensors file's bytes (``path`` names it in errors).
+
+    Raises:
+        CheckpointError: as ``load``.
+    """
+    try:
+        tensors = safetensors.numpy.load(data)
+    except KeyError as e:  # a dtype safetensors knows and NumPy has not (BF16, F8_*)
+        raise CheckpointError(f"{path}: not a pong checkpoint (a tensor of dtype {e})") from None
+    except (SafetensorError, ValueError, TypeError) as e:  # and numpy's, for odd shapes
+        reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"{path}: not a readable safetensors file ({reason})") from None
+    length = int.from_bytes(data[:8], "little")
+    meta = _metadata(path, data[8 : 8 + length])
+    return checked(path, tensors, meta, policy)
+
+
+def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object whose names are each given once (json's ``object_pairs_hook``)."""
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a name appears twice in a JSON object")
+    return dict(pairs)
+
+
+def _metadata(path: str | os.PathLike, header: bytes) -> dict[str, str]:
+    """The header's ``__metadata__``: at most ``MAX_ENTRIES`` texts of ``MAX_TEXT`` characters."""
+
+    try:
+        meta = json.loads(header, object_pairs_hook=unique).get("__metadata__")
+    except (ValueError, RecursionError, AttributeError) as e:
+        raise CheckpointError(f"{path}: not a readable safetensors file ({e})") from None
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{path}: not a pong checkpoint (its header has no metadata)")
+    if len(meta) > MAX_ENTRIES:
+        raise CheckpointError(f"{path}: {len(meta):,} metadata entries, more than {MAX_ENTRIES}")
+    for key, value in meta.items():
+        if not isinstance(value, str) or len(key) > MAX_TEXT or len(value) > MAX_TEXT:
+            raise CheckpointError(
+                f"{path}: metadata {_shown(key)}: expected a text of at most {MAX_TEXT}"
+                f" characters, got {_shown(value)}"
+            )
+    return meta
+
+
+def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: bool):
+    """The checkpoint the tensors and metadata make, every one checked."""
+    fmt = meta.get("format")
+    if fmt == POLICY_FORMAT and not policy:
+        raise CheckpointError(
+            f"{path}: a policy file holds no RMSProp cache to resume; to train it further,"
+            f" start a new run from its weights: {command('--start-from', path)}"
+        )
+    if fmt not in (FORMAT, POLICY_FORMAT):
+        raise CheckpointError(f"{path}: not a pong checkpoint (format {_shown(fmt)})")
+    shapes, dtype = (POLICY_SHAPES, np.float32) if fmt == POLICY_FORMAT else (SHAPES, np.float64)
+    _check_tensors(path, tensors, shapes, np.dtype(dtype))
+    cache = None
+    if fmt == FORMAT:
+        cache = {k: np.asfortranarray(tensors[f"cache_{k}"]) for k in POLICY_SHAPES}
+        for k, values in cache.items():
+            if (values < 0).any():  # a running mean of squares: RMSProp would take its root
+                raise CheckpointError(f"{path}: cache_{k} holds negative values")
+    try:
+        return Checkpoint(
+            weights={k: np.asfortranarray(tensors[k], dtype=np.float64) for k in POLICY_SHAPES},
+            rmsprop_cache=cache,
+            **{name: _count(meta, name) for name in COUNTERS},
+            **{name: _mean(meta, name) for name in MEANS},
+            config=_config(meta),
+        )
+    except KeyError as e:
+        raise CheckpointError(f"{path}: damaged metadata (no {e} in it)") from None
+    except ValueError as e:
+        raise CheckpointError(f"{path}: damaged metadata ({e})") from None
+
+
+def _check_tensors(path, tensors: dict[str, np.ndarray], shapes: dict, dtype: np.dtype) -> None:
+    """Exactly the tensors of ``shapes``, each of ``dtype``, every value finite."""
+    missing = [k for k in shapes if k not in tensors]
+    if missing:
+        raise CheckpointError(f"{path}: not a pong checkpoint (no {', '.join(missing)} in it)")
+    extra = sorted(tensors.keys() - shapes.keys())
+    if extra:
+        shown = ", ".join(_shown(k) for k in extra[:3])
+        raise CheckpointError(f"{path}: not a pong checkpoint ({shown} in it too)")
+    for name, shape in shapes.items():
+        array = tensors[name]
+        if array.shape != shape:
+            raise CheckpointError(
+                f"{path}: {name} has shape {array.shape}, this network needs {shape}"
+            )
+        if array.dtype != dtype:
+            raise CheckpointError(f"{path}: {name} holds {array.dtype} values, not {dtype}")
+        if not np.isfinite(array).all():
+            raise CheckpointError(f"{path}: {name} holds NaN or infinite values")
+
+
+def _config(meta: dict[str, str]) -> Config:
+    """The run's settings and seed, each text parsed and checked as its flag is."""
+    values: dict[str, object] = {}
+    for field in dataclasses.fields(Config):
+        text = meta[field.name]
+        values[field.name] = text if field.type in ("str", str) else _number(field.name, text)
+    return Config.from_dict(values)
+
+
+def _number(name: str, text: str) -> int | float:
+    """A setting's text as the number it spells, an integer if it has no point or exponent."""
+    if re.fullmatch(r"-?[0-9]{1,40}", text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{name}: expected a number, got {_shown(text)}") from None
+
+
+def _count(meta: dict[str, str], name: str) -> int:
+    """A counter: a non-negative integer below ``MAX_COUNT``."""
+    text = meta[name]
+    if not re.fullmatch(r"[0-9]{1,16}", text) or int(text) > MAX_COUNT:
+        raise ValueError(
+            f"{name}: expected an integer from 0 to {MAX_COUNT:.0e}, got {_shown(text)}"
+        )
+    return int(text)
+
+
+def _mean(meta: dict[str, str], name: str) -> float | None:
+    """A running mean: a number of at most ``MAX_SCORE`` either way, or none before any game."""
+    text = meta[name]
+    if text == NONE:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not -MAX_SCORE <= value <= MAX_SCORE:
+        raise ValueError(
+            f"{name}: expected a number from {-MAX_SCORE:g} to {MAX_SCORE:g} or {NONE!r},"
+            f" got {_shown(text)}"
+        )
+    return value
+
+
+def _shown(value: object) -> str:
+    """A value as a message shows it: its repr, at most 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."

@@ -1,0 +1,215 @@
+"""Connecting to Ray: a local instance, or an existing cluster checked before joining.
+
+``ray.init(address=...)`` on an address where nothing answers retries for
+minutes: ``connect`` first checks that something answers there, and turns what
+``ray.init`` raises (a refused token, a Ray that could not start) into one line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import warnings
+
+import ray
+
+from pong.run.errors import PongError, UsageError
+
+__all__ = [
+    "ClusterError",
+    "cluster_summary",
+    "first_line",
+    "connect",
+    "joined",
+    "local_ray_settings",
+    "resolve_address",
+]
+
+PROBE_TIMEOUT_S = 10.0  # TCP connect to the head node
+TOKEN_HELP = (
+    "set RAY_AUTH_MODE=token and make the cluster's token available here (copy the head"
+    " node's ~/.ray/auth_token to ~/.ray/auth_token, or set RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH)"
+)
+
+
+class ClusterError(PongError):
+    """Ray could not be started or joined."""
+
+
+def resolve_address(flag: str | None) -> str | None:
+    """The cluster to join: the ``--address``/``--redis-address`` flag, else ``RAY_ADDRESS``.
+
+    ``None`` means: start a local Ray.
+    """
+    if flag is not None and not flag.strip():
+        raise UsageError("the cluster address is empty; give HOST:PORT, or none for a local Ray")
+    address = flag or os.environ.get("RAY_ADDRESS") or None
+    if address is not None and address.startswith(("http://", "https://")):
+        source = "--address" if flag else "RAY_ADDRESS"
+        raise UsageError(
+            f"{source}={address} looks like the dashboard's (Ray Jobs) address, which `ray job"
+            f" submit --address` takes; driver.py's {source} takes the head node's GCS address,"
+            " HOST:PORT (6379 unless ray start --head set --port)"
+        )
+    return address
+
+
+def local_ray_settings() -> None:
+    """Settings for a Ray that this process is about to start (a cluster keeps its own).
+
+    On a small machine every background wake-up takes a running game off its core:
+
+    - A new Ray starts one worker process per CPU in advance, for tasks. This
+      program runs only actors, whose ``runtime_env`` those processes lack, so
+      they would sit idle all run, each waking 100 times a second.
+    - Ray's metrics feed a dashboard, which a local run does not start.
+
+    A user's own ``RAY_prestart_worker_first_driver`` or
+    ``RAY_enable_metrics_collection`` wins.
+    """
+    os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
+    os.environ.setdefault("RAY_enable_metrics_collection", "0")
+
+
+def _recorded_address() -> str:
+    """What ``--address=auto`` joins: the cluster ``ray start`` last recorded on this
+    machine (``/tmp/ray/ray_current_cluster``). Unlike Ray's own "auto", never some
+    other process's private Ray that happens to be running here."""
+    try:
+        from ray._private.utils import read_ray_address  # private
+    except ImportError:
+        return "auto"  # Ray resolves it in ray.init, without our early check
+    recorded = read_ray_address()
+    if not recorded:
+        raise ClusterError(
+            "--address=auto: no Ray cluster was started on this machine; start one with"
+            " `ray start --head`, give HOST:PORT, or leave --address out for a local Ray"
+        )
+    return recorded
+
+
+def _split(address: str) -> tuple[str, int] | None:
+    """``"HOST:PORT"`` -> ``(HOST, PORT)``; ``None`` for forms Ray resolves itself ("auto")."""
+    if address == "auto" or "://" in address:
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"cluster address must be HOST:PORT, got {address!r}")
+    return host.strip("[]"), int(port)
+
+
+def _check_address(address: str) -> None:
+    """Raise ``ClusterError`` unless a Ray head that accepts us answers at ``address``."""
+    parts = _split(address)
+    if parts is None:
+        return
+    try:
+        socket.create_connection(parts, timeout=PROBE_TIMEOUT_S).close()
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise ClusterError(f"no Ray cluster answers at {address}: {reason}") from None
+
+
+def _raise_for(address: str, error: BaseException | None) -> None:
+    """Turn what Ray raised while joining ``address`` into a one-line ``ClusterError``."""
+    if error is None:
+        return
+    text = str(error)
+    token_mode = os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
+    auth_error = getattr(ray.exceptions, "AuthenticationError", ())  # Ray >= 2.5x
+    if isinstance(error, auth_error) or "Unauthenticated" in text:
+        if "no authentication token was found" in text:
+            raise ClusterError(f"RAY_AUTH_MODE=token is set but no token was found: {TOKEN_HELP}")
+        if token_mode:
+            raise ClusterError(
+                f"the Ray cluster at {address} refused this machine's token: use the head"
+                " node's ~/.ray/auth_token (or RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH)"
+            )
+        raise ClusterError(
+            f"the Ray cluster at {address} requires token authentication: {TOKEN_HELP}"
+        )
+    raise ClusterError(f"could not join the Ray cluster at {address}: {first_line(error)}")
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of what Ray said, or the error's type when it said nothing."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def connect(address: str | None, num_cpus: int | None = None) -> None:
+    """Join the cluster at ``address``, or start a local Ray when it is ``None``.
+
+    Args:
+        address: ``HOST:PORT`` of a head node (or ``"auto"``), or ``None``.
+        num_cpus: CPUs of the local Ray; only with ``address=None``.
+
+    Raises:
+        ClusterError: nothing answers at ``address``, the cluster refuses the
+            client's authentication, or Ray fails to start.
+    """
+    if address is not None and num_cpus is not None:
+        raise UsageError("--num-cpus applies to a local Ray only, not with a cluster address")
+    # A new local Ray turns token authentication on and says how to opt out; we
+    # keep it on, so the advice is noise here.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
+        logging.ERROR
+    )
+    if address == "auto":
+        address = _recorded_address()
+        try:
+            _check_address(address)
+        except ClusterError as e:  # a head that stopped leaves its address file behind
+            raise ClusterError(
+                f"{e} (--address=auto: the cluster last started here with `ray start`;"
+                " start it again, or give a live HOST:PORT)"
+            ) from None
+    elif address is not None:
+        _check_address(address)
+    else:
+        local_ray_settings()
+    # Ray's blocking calls (ray.wait, ray.get) run Python's signal handlers this often:
+    # a stop (Ctrl-C, SIGTERM) takes 0.1 s instead of Ray's default 1 s.
+    os.environ.setdefault("RAY_get_check_signal_interval_milliseconds", "100")
+    # Ray 2.52-2.5x: a tip about GPU variables, for a program that uses no GPU.
+    warnings.filterwarnings("ignore", "Tip: In future versions of Ray", FutureWarning)
+    sigterm = signal.getsignal(signal.SIGTERM)
+    try:
+        ray.init(
+            # "local": a Ray of its own, not a cluster that `ray start` left on this machine.
+            address=address or "local",
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+        )
+    except Exception as e:  # Ray raises a bare Exception when its new node dies
+        ray.shutdown()  # ends what this ray.init had started
+        if address is not None:
+            _raise_for(address, e)
+        raise ClusterError(f"Ray could not start here: {first_line(e)}") from None
+    except (KeyboardInterrupt, SystemExit) as stop:  # stopped while Ray was starting
+        ray.shutdown()
+        if isinstance(stop, SystemExit):  # Ray's own SIGTERM handler, in place in ray.init
+            signal.signal(signal.SIGTERM, sigterm)
+            signal.raise_signal(signal.SIGTERM)  # ours again: a stop, as SIGTERM is
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, sigterm)  # ray.init sets its own; the caller's stays
+
+
+def joined(address: str | None) -> str | None:
+    """The cluster this process joined (``auto`` resolved), or ``None`` for a local Ray."""
+    if address == "auto":  # (a Ray job's driver has its cluster in RAY_ADDRESS)
+        return ray.get_runtime_context().gcs_address  # the one Ray found
+    return address
+
+
+def cluster_summary(address: str | None) -> str:
+    """One phrase for the start line: where the run is and how big it is."""
+    nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+    cpus = int(ray.cluster_resources().get("CPU", 0))
+    address = joined(address)
+    where = f"the Ray cluster at {address}" if address else "a local Ray"
+    return f"{where} ({nodes} node{'s' * (nodes != 1)}, {cpus} CPU{'s' * (cpus != 1)})"

@@ -1,0 +1,348 @@
+"""A run's life, with one owner: its directory, checkpoint and metrics.
+
+``Run.start`` makes a new run, ``Run.resume`` continues a saved one with its
+own settings. ``Run.record`` writes each finished update's metrics and, every
+``checkpoint_every`` updates, its checkpoint; ``Run.close`` saves whatever the
+last checkpoint lacks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import math
+import os
+import socket
+import stat
+import time
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from pong.core.model import zeros_like_weights
+from pong.run.board import EVENTS, Board
+from pong.run.checkpoint import FILENAME, OLD_FILENAME, Checkpoint, CheckpointError, load, save
+from pong.run.config import Config, fresh_seed
+from pong.run.errors import RunFileError, UsageError, command, writing
+from pong.run.files import Directory
+from pong.run.metrics import EPISODES, UPDATES, MetricsLog
+
+if TYPE_CHECKING:  # the trainer brings Ray, the snapshot the tools
+    from pong.core.train import Trainer, Update
+    from pong.tools.snapshot import Snapshot
+
+__all__ = ["JOB_CONFIG", "JOB_RUNS", "Run", "in_ray_job", "lock"]
+
+WATCH = "watch"  # the pictures and games of --watch-every
+LOCK = ".lock"  # held by the driver that owns the run directory, for as long as it lives
+JOB_RUNS = "~/ray_results/pong"  # a Ray job's runs: where Ray's own libraries keep theirs
+JOB_CONFIG = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray's job supervisor for its entrypoint
+
+
+def in_ray_job() -> bool:
+    """Whether this driver is a Ray job's entrypoint (``ray job submit``): its working
+    directory is then a temporary copy of the submitted one, deleted with the job."""
+    return JOB_CONFIG in os.environ
+
+
+def kept_after_the_job(path: Path, flag: str) -> Path:
+    """``path``, refused when it lies in a Ray job's working directory, which Ray deletes."""
+    if in_ray_job() and not path.is_absolute():
+        raise UsageError(
+            f"{flag} {path}: a Ray job's working directory is deleted with the job; give an"
+            f" absolute path on the head node (a new run's default is {JOB_RUNS}/)"
+        )
+    return path
+
+
+def lock(directory: Directory) -> IO[str]:
+    """An exclusive OS lock on ``directory``, released when this process ends, however.
+
+    Raises:
+        UsageError: another process holds it; the message names that process.
+    """
+    f = directory.append(LOCK, "a+")  # kept open: the lock lives with it
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "another process"
+        f.close()
+        raise UsageError(
+            f"{directory.path} is in use by {holder}; one driver per run directory"
+        ) from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"driver.py (pid {os.getpid()} on {socket.gethostname()})\n")
+    f.flush()
+    return f
+
+
+class Run:
+    """A run directory and what is written into it; use ``start`` or ``resume``."""
+
+    def __init__(
+        self, directory: Path, config: Config, saved: Checkpoint | None, checkpoint_every: int
+    ) -> None:
+        self.directory = directory
+        self.config = config
+        self.saved = saved  # the checkpoint this run resumes from (None: a new run)
+        self.start_from: tuple[Path, Checkpoint] | None = None  # --start-from: file, contents
+        self.checkpoint_every = checkpoint_every
+        self.checkpoint_seconds = math.inf  # also save after an update this long after the last
+        self.saved_time = time.monotonic()  # when the last save was (or the run began)
+        self.watch_every = 0  # updates between snapshots (pong.tools.snapshot); 0: none
+        self.checkpoint_path = directory / FILENAME
+        self.metrics: MetricsLog | None = None  # opened with the first update's rows
+        self.board: Board | None = None  # TensorBoard's events, opened with them too
+        self.saved_at = saved.iteration if saved else 0  # the update the checkpoint holds
+        self.lock: IO[str] | None = None
+        self.dir: Directory | None = None  # the directory, opened once: no link below it followed
+        self.made = False  # this run made the directory (removed again if left empty)
+        self.stamp: tuple[int, int] | None = None  # which save of the checkpoint was read
+
+    @classmethod
+    def start(
+        cls,
+        directory: Path | None,
+        config: Config,
+        checkpoint_every: int,
+        start_from: Path | None = None,
+        env_given: bool = True,
+    ) -> Run:
+        """A new run in ``directory``; a random seed if none.
+
+        The default directory is ``runs/<start time>``, or ``~/ray_results/pong/<start
+        time>`` in a Ray job. With ``start_from``, a policy file, checkpoint or run
+        directory, the run starts from its weights with a fresh RMSProp cache and
+        counters from 0, and plays its env unless ``env_given``.
+
+        Raises:
+            UsageError: ``start_from`` cannot be read as weights.
+        """
+        initial = None
+        if start_from is not None:
+            try:
+                initial = load(start_from, policy=True)
+            except CheckpointError as e:
+                raise UsageError(f"--start-from: {e}") from None
+            if not env_given:
+                config = dataclasses.replace(config, env=initial.config.env)
+        if directory is None:
+            runs = Path(JOB_RUNS).expanduser() if in_ray_job() else Path("runs")
+            directory = runs / time.strftime("%Y%m%d-%H%M%S")
+            if directory.exists():  # another run started this second (one per seed, say)
+                directory = directory.with_name(f"{directory.name}-{os.getpid()}")
+        directory = kept_after_the_job(directory, "--run-dir")
+        if config.seed is None:
+            config = dataclasses.replace(config, seed=fresh_seed())
+        run = cls(directory, config, None, checkpoint_every)
+        run.start_from = None if initial is None else (start_from, initial)
+        return run
+
+    @property
+    def initial(self) -> Checkpoint | None:
+        """The state training starts from: the checkpoint resumed, or ``--start-from``'s
+        weights with a fresh RMSProp cache and counters from 0 (``None``: fresh weights)."""
+        if self.saved is not None or self.start_from is None:
+            return self.saved
+        weights = self.start_from[1].weights
+        return Checkpoint(
+            weights=weights,
+            rmsprop_cache=zeros_like_weights(weights),
+            iteration=0,
+            episodes=0,
+            steps=0,
+            running_reward=None,
+            best_running_reward=None,
+            config=self.config,
+        )
+
+    @classmethod
+    def resume(cls, path: Path, flags: dict[str, Any], checkpoint_every: int) -> Run:
+        """The run saved in ``path`` (its checkpoint or its directory), with its settings.
+
+        Raises:
+            UsageError: the checkpoint cannot be used, or a flag in ``flags``
+                (settings given on the command line) contradicts its settings.
+        """
+        kept_after_the_job(path, "--resume")
+        if path.is_file() and path.name == OLD_FILENAME:
+            raise UsageError(
+                f"--resume: {path} is an earlier version's checkpoint; carry it over with"
+                f" {command(path, module='pong.convert')}, then {command('--resume', path.parent)}"
+            )
+        if path.is_file() and path.name != FILENAME:  # a copy: training on would rewind its run
+            raise UsageError(
+                f"--resume: {path} is not a run's {FILENAME}; to start a new run from its"
+                f" weights: {command('--start-from', path)}"
+            )
+        directory = path if path.is_dir() else path.parent
+        stamp = saved_stamp(directory / FILENAME)  # before reading: a later save must show
+        try:
+            saved = load(path)
+        except CheckpointError as e:
+            raise UsageError(f"--resume: {e}") from None
+        for name, given in flags.items():
+            if given != getattr(saved.config, name):
+                raise UsageError(
+                    f"--{name.replace('_', '-')}={given} differs from the resumed run's"
+                    f" {getattr(saved.config, name)}; a resumed run keeps its settings"
+                )
+        run = cls(directory, saved.config, saved, checkpoint_every)
+        run.stamp = stamp
+        return run
+
+    def open(self) -> None:
+        """Own the directory (an OS lock), before anything is written or Ray started.
+
+        Raises:
+            UsageError: the directory cannot be made or written, another driver
+                owns it, or it holds files this run must not write over.
+        """
+        if self.directory.is_symlink():
+            raise UsageError(
+                f"run directory {self.directory} is a symbolic link; give the directory itself"
+            )
+        if self.directory.exists() and not self.directory.is_dir():
+            raise UsageError(f"run directory {self.directory} is a file, not a directory")
+        try:
+            self.made = not self.directory.exists()
+            self.dir = Directory.open(self.directory, create=True)
+            self.lock = lock(self.dir)
+        except OSError as e:
+            where = e.filename or f"run directory {self.directory}"  # the lock file, say
+            raise UsageError(f"{where}: {e.strerror or e}") from None
+        watched = self.dir.lstat(WATCH)
+        if self.watch_every and watched is not None and not stat.S_ISDIR(watched.st_mode):
+            what = "a symbolic link" if stat.S_ISLNK(watched.st_mode) else "not a directory"
+            raise UsageError(  # said now, before Ray starts, not at the first snapshot
+                f"{self.directory / WATCH}: {what}; refusing to write below it (or --watch-every=0)"
+            )
+        if self.saved is None:
+            self._check_empty()
+        elif saved_stamp(self.checkpoint_path) != self.stamp:  # another driver saved meanwhile
+            raise UsageError(f"{self.checkpoint_path} changed since it was read; try again")
+        else:  # drops the rows of updates the checkpoint lacks, before Ray starts
+            with writing(self.directory / UPDATES, "the metrics were left as they were"):
+                self.metrics = MetricsLog(self.dir, after=self.saved.iteration)
+
+    def _check_empty(self) -> None:
+        """Refuse a new run in a directory that holds an earlier run's checkpoint or metrics."""
+        names = self.dir.names()
+        if FILENAME in names or OLD_FILENAME in names:
+            raise UsageError(
+                f"{self.directory} already holds a run; continue it with --resume {self.directory}"
+                " or choose another --run-dir"
+            )
+        for name in (UPDATES, EPISODES):
+            if _holds_rows(self.dir, name):
+                raise UsageError(
+                    f"{self.directory} already holds a run's {name}; choose another --run-dir"
+                )
+        for name in names:
+            if name.startswith(EVENTS):
+                raise UsageError(
+                    f"{self.directory} already holds a run's TensorBoard events ({name});"
+                    " choose another --run-dir"
+                )
+
+    def record(self, update: Update, trainer: Trainer) -> None:
+        """The metrics of the update ``trainer`` just made; its checkpoint when one is due."""
+        with writing(self.directory / UPDATES, "the metrics stop at the update before"):
+            if self.metrics is None:  # a new run's, opened with its first rows
+                self.metrics = MetricsLog(self.dir)
+            self.metrics.record(update, trainer)
+        with writing(self.directory, "the TensorBoard curves stop at the update before"):
+            if self.board is None:  # hides what a killed run logged past the checkpoint
+                self.board = Board(self.dir, self.saved.steps if self.saved else None)
+            self.board.record(update, trainer)
+        waited = time.monotonic() - self.saved_time
+        if trainer.iteration % self.checkpoint_every == 0 or waited >= self.checkpoint_seconds:
+            self.save(trainer)
+
+    def watch_due(self, iteration: int) -> bool:
+        """Whether ``--watch-every`` asks for a picture and a game after update ``iteration``."""
+        return bool(self.watch_every) and iteration % self.watch_every == 0
+
+    def watch(self, shot: Snapshot, trainer: Trainer) -> str | None:
+        """``shot`` of ``trainer``'s policy into TensorBoard and ``watch/``; a warning line
+        instead when it cannot be written (a full disk, a bad ``watch/``): the run goes on."""
+        try:
+            self._watch(shot, trainer)
+        except RunFileError as e:
+            return f"warning: {e}"
+        return None
+
+    def _watch(self, shot: Snapshot, trainer: Trainer) -> None:
+        watched = self.directory / WATCH
+        n = trainer.iteration
+        lost = "no picture or game of this update was kept"
+        with writing(watched, lost):
+            watch_dir = self.dir.subdirectory(WATCH)  # a link planted there is refused
+        try:
+            for name, data in (
+                (f"weights-{n:06d}.png", shot.weights_png),
+                (f"game-{n:06d}.gif", shot.game_gif),
+            ):
+                with writing(watched / name, lost), watch_dir.write(name) as f:
+                    f.write(data)
+        finally:
+            watch_dir.close()
+        with writing(self.directory, lost):
+            self.board.image("watch/weights", shot.weights_png, shot.weights_shape, trainer.steps)
+            self.board.image("watch/game", shot.game_gif, shot.game_shape, trainer.steps)
+
+    def save(self, trainer: Trainer) -> None:
+        """Save ``trainer``'s state; on failure the previous checkpoint stays as it was."""
+        kept = f"the checkpoint of update {self.saved_at} is intact" if self.saved_at else ""
+        with writing(self.checkpoint_path, kept or "no checkpoint was saved"):
+            save(FILENAME, Checkpoint.of(trainer.state(), self.config), dir_fd=self.dir.fd)
+        self.saved_at, self.saved_time = trainer.iteration, time.monotonic()
+
+    def close(self, trainer: Trainer | None = None) -> None:
+        """Save the updates the last checkpoint lacks, close the files, give the directory up.
+
+        A directory this run made and wrote nothing into is removed again. Closing
+        twice is harmless.
+        """
+        if self.metrics is not None:
+            self.metrics.close()
+            self.metrics = None
+        if self.board is not None:
+            with writing(self.directory, "the TensorBoard curves may lack the last update"):
+                self.board.close()
+            self.board = None
+        if trainer is not None and trainer.iteration > self.saved_at:
+            self.save(trainer)
+        if self.lock is not None:
+            if self.made and self.dir.names() == [LOCK]:
+                self.dir.remove(LOCK)
+                with contextlib.suppress(OSError):  # someone put a file in it meanwhile
+                    self.directory.rmdir()
+            self.lock.close()
+            self.lock = None
+        if self.dir is not None:
+            self.dir.close()
+            self.dir = None
+
+
+def _holds_rows(directory: Directory, name: str) -> bool:
+    """Whether the metrics file ``name`` holds more than a header; anything but a regular
+    file holds something (a FIFO is not read: it could block forever)."""
+    info = directory.lstat(name)
+    if info is None:
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        return True
+    with directory.read(name) as f:
+        return len(f.read(64 * 1024).splitlines()) > 1  # a header is one short line
+
+
+def saved_stamp(path: Path) -> tuple[int, int] | None:
+    """What tells one save of ``path`` from the next (each save is a new file, renamed in)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    return info.st_ino, info.st_mtime_ns

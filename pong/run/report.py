@@ -1,0 +1,155 @@
+"""What the driver prints: where a run trains, one line per update, and its last line
+(or the one line of an error or a stop).
+
+The last line ends with the command that continues the run, written so that it
+works as pasted into bash or zsh whatever the run directory is called.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+import ray
+
+from pong.core.train import Trainer, Update
+from pong.run.cluster import first_line, joined
+from pong.run.config import Options
+from pong.run.directory import JOB_CONFIG, Run, in_ray_job
+from pong.run.errors import PongError, pasteable, printable, shell_word
+
+__all__ = [
+    "announce",
+    "batch_line",
+    "failed",
+    "farewell",
+    "interrupted",
+    "kept",
+    "pasteable",
+    "printable",
+    "reached",
+    "shell_word",
+    "started",
+]
+
+
+def reached(running_reward: float | None, until_mean: float | None) -> bool:
+    """Whether ``--until-mean`` stops the run at this running mean."""
+    return until_mean is not None and running_reward is not None and running_reward > until_mean
+
+
+def announce(run: Run, options: Options, where: str) -> None:
+    """The first lines: where the run trains, with what settings, where its files go."""
+    config, iterations = run.config, options.iterations
+    stops = [f"{iterations} update{'s' * (iterations != 1)}"] if iterations else []
+    if options.until_mean is not None:
+        stops.append(f"until the running mean is above {options.until_mean:g}")
+    until = " or ".join(stops) or ("until `ray job stop`" if in_ray_job() else "until Ctrl-C")
+    if run.start_from is not None:
+        path, source = run.start_from
+        mean = "-" if source.running_reward is None else f"{source.running_reward:.2f}"
+        print(
+            f"Starting a new run from the weights of {path} (update {source.iteration} of its"
+            f" run, running mean {mean}), with a fresh RMSProp cache",
+            flush=True,
+        )
+    print(
+        f"Running on {where}: batch size {config.batch_size}, env {config.env},"
+        f" seed {config.seed}, learning rate {config.learning_rate:g}, {until}",
+        flush=True,
+    )
+    resumed = f"; resuming after update {run.saved.iteration}" if run.saved else ""
+    print(
+        f"Run directory: {run.directory} (checkpoint every {run.checkpoint_every} updates"
+        f" and {run.checkpoint_seconds:g} s,"
+        f" metrics in updates.csv, episodes.csv and TensorBoard event files){resumed}",
+        flush=True,
+    )
+
+
+def started(trainer: Trainer) -> str:
+    """The line that says how many workers started where."""
+    counts = list(trainer.games.placement().values())
+    return (
+        f"Started {sum(counts)} RolloutWorker actor{'s' * (sum(counts) != 1)} on"
+        f" {len(counts)} node{'s' * (len(counts) != 1)} ({' + '.join(map(str, counts))}),"
+        " one per CPU: each plays the update's next game as it finishes one"
+    )
+
+
+def batch_line(update: Update, trainer: Trainer) -> str:
+    """One update's line: games, steps, seconds, speed and the running mean."""
+    return (
+        f"Batch {update.iteration} computed {update.rollouts} rollouts"
+        f" ({update.steps} steps) in {update.seconds:.2f} seconds"
+        f" ({update.steps_per_second:.0f} steps/s), running mean is"
+        f" {trainer.running_reward:.2f}"
+    )
+
+
+def farewell(
+    run: Run,
+    trainer: Trainer,
+    first: int,
+    address: str | None = None,
+    until_mean: float | None = None,
+    script: str = "driver.py",
+) -> str:
+    """The last line: what the run did and, once it has saved, how to continue it
+    (with ``script``, the driver's path, in the command)."""
+    n, best = trainer.iteration, trainer.best_running_reward
+    line = (
+        f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.episodes}"
+        f" episodes, best running mean {'-' if best is None else f'{best:.2f}'}"
+    )
+    checkpoint = printable(run.checkpoint_path)
+    if reached(trainer.running_reward, until_mean):
+        return f"{line}; the running mean is above {until_mean:g}; checkpoint: {checkpoint}"
+    goal = "" if until_mean is None else f" --until-mean={until_mean:g}"  # the same goal again
+    if not run.checkpoint_path.exists():
+        return f"{line}; no update finished, so nothing was saved"
+    cluster = joined(address) if ray.is_initialized() else address  # the same cluster again
+    if in_ray_job():  # submitted as a job: continue it as one, with the same packages
+        job = json.loads(os.environ[JOB_CONFIG]).get("runtime_env") or {}
+        pip = " --runtime-env runtime_env.yaml" if "pip" in job else ""
+        again = (
+            f"ray job submit --address {cluster} --working-dir .{pip} -- python driver.py"
+            f" --resume {shell_word(str(run.directory))}{goal}"  # absolute: no leading -
+        )
+    else:
+        where = f" --address={shell_word(cluster)}" if cluster else ""
+        again = (
+            f"{pasteable(sys.executable)} {pasteable(script)}{where}"
+            f" --resume {pasteable(run.directory)}{goal}"
+        )
+    return f"{line}; checkpoint: {checkpoint} (continue with: {again})"
+
+
+def kept(run: Run | None) -> str:
+    """What a run that stopped on an error kept: its last checkpoint, or nothing."""
+    if run is not None and run.checkpoint_path.exists():
+        where = printable(run.checkpoint_path)
+        return f"the last finished update ({run.saved_at}) is saved in {where}"
+    return "no update had finished, so nothing was saved"
+
+
+def failed(prog: str, error: Exception, run: Run | None) -> int:
+    """Say ``error`` in one line, with what the run kept when training failed (Ray's own
+    processes, a worker, the numbers); the exit code."""
+    line = str(error)
+    if isinstance(error, ray.exceptions.RayError):  # its own processes died under the run
+        line = f"Ray failed under the run: {type(error).__name__}: {first_line(error)}"
+    if not isinstance(error, PongError):
+        line += f"; {kept(run)}"
+    print(f"{prog}: error: {line}", file=sys.stderr, flush=True)
+    return getattr(error, "exit_code", 1)
+
+
+def interrupted(prog: str, received: list[signal.Signals]) -> int:
+    """Say in one line which signal stopped the run; the exit code."""
+    stop = received[0] if received else signal.SIGINT
+    ending = "; shutting down Ray" if ray.is_initialized() else ""
+    print(f"Interrupted by {stop.name}{ending}.", file=sys.stderr, flush=True)
+    return 128 + stop.value  # the shell's convention: 130 for SIGINT, 143 for SIGTERM

@@ -1,0 +1,55 @@
+"""How a run stops: the first Ctrl-C or SIGTERM stops it, later ones wait for the save.
+
+``Stops`` turns the first SIGINT, SIGTERM or SIGHUP into ``KeyboardInterrupt``
+(what Ray's blocking calls let through) and only counts the later ones, so an
+impatient second Ctrl-C cannot cut the last checkpoint short. Inside ``held``
+(apply an update, record it, print it) the first one waits for the block's end.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["STOPS", "Stops"]
+
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill/ray job stop, a lost terminal
+
+
+class Stops:
+    """The stop signals received; ``install`` puts the handler in place for them."""
+
+    def __init__(self) -> None:
+        self.received: list[signal.Signals] = []
+        self.ending = False  # the run is ending anyway: a signal is only counted
+        self.holding = self.waiting = False
+
+    def install(self) -> None:
+        """Handle ``STOPS`` (explicitly: a shell starts background jobs with SIGINT ignored);
+        a SIGHUP that ``nohup`` ignores stays ignored."""
+        for sig in STOPS:
+            if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN:
+                signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.received.append(signal.Signals(signum))
+        if len(self.received) > 1 or self.ending:
+            return
+        if self.holding:
+            self.waiting = True
+            return
+        self.ending = True
+        raise KeyboardInterrupt
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Run the block whole: a first stop inside it takes effect when it ends."""
+        self.holding = True
+        try:
+            yield
+        finally:
+            self.holding = False
+        if self.waiting:
+            self.ending = True
+            raise KeyboardInterrupt

@@ -1,0 +1,107 @@
+"""Carry a checkpoint or policy file of an earlier version (``.npz``) over to safetensors.
+
+``python -m pong.convert OLD.npz [NEW.safetensors]`` reads the file with NumPy
+(``allow_pickle=False``, its size and members bounded first), checks it as
+``pong.run.checkpoint`` checks any file, and writes the same numbers as a checkpoint
+or policy file of this version, by default beside it: a run directory's
+``checkpoint.npz`` becomes its ``checkpoint.safetensors``, which ``--resume``
+reads. The old file is left as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from pong.run import checkpoint as ckpt
+from pong.run.files import NotRegularError, atomic_write, open_file
+
+__all__ = ["main", "read_npz"]
+
+MAX_NPZ_BYTES = 64 * 2**20  # an old checkpoint is about 20.5 MB, an old policy file 4.8
+MEMBERS = {"W1.npy", "W2.npy", "cache_W1.npy", "cache_W2.npy", "meta.npy"}
+OLD_FORMATS = {"pong-checkpoint/1": ckpt.FORMAT, "pong-policy/1": ckpt.POLICY_FORMAT}
+
+
+def read_npz(path: Path) -> tuple[ckpt.Checkpoint, bytes]:
+    """The checkpoint or policy in an earlier version's ``.npz`` file, checked, and the
+    bytes of this version's file of it, read back once as ``load`` reads any file.
+
+    Raises:
+        CheckpointError: not such a file, damaged, or holding values this version refuses.
+    """
+    try:
+        with open_file(path, MAX_NPZ_BYTES) as f:
+            with zipfile.ZipFile(f) as z:  # its members named and sized before NumPy reads one
+                infos = z.infolist()
+            names = [i.filename for i in infos]
+            if not set(names) <= MEMBERS or len(set(names)) < len(names):
+                raise ValueError(f"members {', '.join(sorted(set(names) - MEMBERS))[:100]}")
+            if sum(i.file_size for i in infos) > MAX_NPZ_BYTES:
+                raise ValueError("members larger than a pong .npz file's")
+            f.seek(0)
+            with np.load(f, allow_pickle=False) as npz:
+                arrays = {name: npz[name] for name in npz.files}
+            meta = json.loads(str(arrays.pop("meta")), object_pairs_hook=ckpt.unique)
+            metadata = _metadata(meta)
+    except FileNotFoundError:
+        raise ckpt.CheckpointError(f"{path}: no such file") from None
+    except NotRegularError as e:
+        raise ckpt.CheckpointError(f"{path}: {e.strerror}") from None
+    except KeyError as e:
+        raise ckpt.CheckpointError(f"{path}: not a pong .npz file (no {e} in it)") from None
+    except Exception as e:  # whatever zipfile, NumPy or json make of a damaged file
+        reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ckpt.CheckpointError(f"{path}: not a pong .npz file ({reason[:200]})") from None
+    checkpoint = ckpt.checked(path, arrays, metadata, policy=True)
+    data = ckpt.encode(checkpoint, policy=checkpoint.rmsprop_cache is None)
+    ckpt.decode(data, path, policy=True)  # what this version writes, it must read: every bound
+    return checkpoint, data
+
+
+def _metadata(meta: dict) -> dict[str, str]:
+    """The old JSON metadata as this version's texts (checked afterwards as any file's)."""
+    if meta.get("format") not in OLD_FORMATS:
+        raise ValueError(f"format {str(meta.get('format'))[:80]!r}")
+    values = {
+        "format": OLD_FORMATS[meta["format"]],
+        **{name: meta[name] for name in (*ckpt.COUNTERS, *ckpt.MEANS, "seed")},
+        **meta["settings"],
+    }
+    return {k: ckpt.as_text(v) for k, v in values.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pong.convert",
+        description="Convert a checkpoint or policy file of an earlier version (.npz) to"
+        " safetensors.",
+    )
+    parser.add_argument("old", type=Path, help="the .npz file (a checkpoint or a policy file)")
+    parser.add_argument(
+        "new", type=Path, nargs="?", help="the file to write (default: OLD with .safetensors)"
+    )
+    args = parser.parse_args(argv)
+    new = args.new or args.old.with_suffix(".safetensors")
+    if new.suffix != ".safetensors":
+        parser.error(f"argument new: must end in .safetensors, got {str(new)!r}")
+    try:
+        old, data = read_npz(args.old)
+    except ckpt.CheckpointError as e:
+        parser.exit(2, f"{parser.prog}: error: {e}\n")
+    policy = old.rmsprop_cache is None
+    try:
+        with atomic_write(new, "wb", replace=False) as f:
+            f.write(data)
+    except FileExistsError:
+        parser.exit(2, f"{parser.prog}: error: {new} exists; choose a new name\n")
+    except OSError as e:
+        parser.exit(1, f"{parser.prog}: error: could not write {new}: {e.strerror or e}\n")
+    kind = "policy file" if policy else "checkpoint"
+    print(f"Wrote {new}: the {kind} of update {old.iteration}, the same numbers as {args.old}")
+    return 0

@@ -1,0 +1,55 @@
+"""Export a run's policy as a small file to share: ``python -m pong.export RUN OUT.safetensors``.
+
+The file holds the weights alone, as float32 (about 5 MB instead of a
+checkpoint's 20), with the run's counters and settings in its metadata: a
+safetensors file, which ``safetensors.numpy.load_file`` and PyTorch read too.
+``python driver.py --evaluate OUT.safetensors`` plays it, and ``--start-from
+OUT.safetensors`` trains it further in a new run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from pong.run.checkpoint import CheckpointError, load, save_policy
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pong.export", description="Export a run's policy as a small file to share."
+    )
+    parser.add_argument("checkpoint", type=Path, help="a checkpoint file or a run directory")
+    parser.add_argument("output", type=Path, help="the policy file to write (.safetensors)")
+    args = parser.parse_args(argv)
+
+    def refuse(message: str) -> None:  # one line, as the driver's: not argparse's usage too
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
+
+    if args.output.suffix != ".safetensors":
+        refuse(f"argument output: must end in .safetensors, got {str(args.output)!r}")
+    if not args.output.parent.is_dir():
+        refuse(f"argument output: no such directory {args.output.parent}")
+    if os.path.lexists(args.output):  # said before the loading; save_policy makes sure
+        refuse(f"argument output: {args.output} exists; choose a new name")
+    try:
+        checkpoint = load(args.checkpoint, policy=True)
+    except CheckpointError as e:
+        refuse(f"argument checkpoint: {e}")
+    try:  # lands only if no file has the name, in one step: a second writer cannot win too
+        size = save_policy(args.output, checkpoint, replace=False)
+    except FileExistsError:
+        parser.exit(1, f"{parser.prog}: error: {args.output} exists; choose a new name\n")
+    except OSError as e:
+        parser.exit(1, f"{parser.prog}: error: could not write {args.output}: {e.strerror or e}\n")
+    running = checkpoint.running_reward
+    print(
+        f"Wrote {args.output} ({size / 1e6:.1f} MB): the float32 policy"
+        f" of update {checkpoint.iteration}, {checkpoint.episodes} episodes, running mean"
+        f" {'-' if running is None else f'{running:.2f}'}"
+    )
+    return 0

@@ -1,0 +1,225 @@
+"""Learning curves as a PNG: ``python -m pong.plot RUN_DIR``, or several runs overlaid.
+
+One run: top, each episode's score and the running mean against episodes;
+bottom, steps/s of each update against training time. Several runs
+(``python -m pong.plot RUN_DIR RUN_DIR ... --output FILE.png``): their running
+means against episodes (top) and against hours of training (bottom). Reads the
+run directories' ``updates.csv`` and ``episodes.csv``; needs matplotlib
+(``pip install -e '.[plot]'``).
+
+``python -m pong.plot --weights PATH`` (a run directory, a checkpoint or a
+policy file) draws what the network learned instead: each hidden unit's ``W1``
+row as an 80 x 80 image (``pong.tools.weights``); Pillow alone draws it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from pong.run.checkpoint import load
+from pong.run.files import Directory, atomic_write
+from pong.run.metrics import EPISODES, UPDATES, read_rows
+from pong.tools.compare import check_distinct
+from pong.tools.weights import save_png
+
+__all__ = ["curve", "plot_run", "plot_runs", "plot_weights"]
+
+
+def curve(run_dir: str | Path) -> tuple[list[int], list[float], list[float]]:
+    """Episodes, hours of training and the running mean after each update of a run.
+
+    Raises:
+        ValueError: the directory has no metrics.
+    """
+    return _curve(read_rows(Path(run_dir) / UPDATES))
+
+
+def _curve(updates: list[dict[str, str]]) -> tuple[list[int], list[float], list[float]]:
+    """``curve`` from a run's rows of ``updates.csv``."""
+    episodes, hours, running, seconds = [], [], [], 0.0
+    for row in updates:
+        seconds += float(row["seconds"])
+        episodes.append(int(row["episodes"]))
+        hours.append(seconds / 3600)
+        running.append(float(row["running_reward"]))
+    return episodes, hours, running
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no screen needed
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
+    """Draw the run's curves into ``output`` (default ``RUN_DIR/learning_curve.png``).
+
+    Raises:
+        ValueError: the directory has no metrics.
+        ImportError: matplotlib is not installed.
+    """
+    run_dir = Path(run_dir)
+    updates, episodes = read_rows(run_dir / UPDATES), read_rows(run_dir / EPISODES)
+    at_episode, hours, running = _curve(updates)  # the rows just read, not the file again
+    plt = _pyplot()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), layout="constrained")
+    scores = [float(r["reward"]) for r in episodes]
+    top.scatter(
+        [int(r["episode"]) for r in episodes],
+        scores,
+        s=4,
+        alpha=0.3,
+        color="tab:gray",
+        label="episode score",
+    )
+    top.plot(at_episode, running, color="tab:blue", label="running mean")
+    limit = max(1.0, max(abs(x) for x in scores)) + 0.5  # Pong: +-21.5
+    top.set(xlabel="episodes", ylabel="score (points won - lost)", ylim=(-limit, limit))
+    top.axhline(0, color="black", linewidth=0.5)
+    top.legend(loc="upper left")
+    top.set_title(f"{run_dir.name}: {len(updates)} updates, {len(episodes)} episodes")
+
+    unit, scale = ("hours", 1) if hours[-1] > 3 else ("minutes", 1 / 60)
+    bottom.plot(
+        [t / scale for t in hours],
+        [float(r["steps_per_s"]) for r in updates],
+        color="tab:orange",
+    )
+    bottom.set(xlabel=f"training time ({unit})", ylabel="env steps/s", ylim=(0, None))
+
+    if output is not None:
+        return _save(fig, Path(output))
+    return _save(fig, run_dir / "learning_curve.png", below=run_dir)
+
+
+def plot_runs(run_dirs: Sequence[str | Path], output: str | Path) -> Path:
+    """Overlay the running means of several runs, against episodes and against hours.
+
+    Raises:
+        ValueError: a directory has no metrics.
+        ImportError: matplotlib is not installed.
+    """
+    curves = [(str(Path(run_dir)), curve(run_dir)) for run_dir in run_dirs]
+    longest = max(hours[-1] for _, (_, hours, _) in curves)
+    unit, scale = ("hours", 1) if longest > 1 else ("minutes", 1 / 60)
+    plt = _pyplot()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), layout="constrained")
+    for name, (episodes, hours, running) in curves:
+        label = f"./{name}" if name.startswith("_") else name  # "_x" would hide from the legend
+        top.plot(episodes, running, label=label)
+        bottom.plot([t / scale for t in hours], running, label=label)
+    top.set(xlabel="episodes", ylabel="running mean of the score")
+    bottom.set(xlabel=f"{unit} of training", ylabel="running mean of the score")
+    for axes in (top, bottom):
+        axes.axhline(0, color="black", linewidth=0.5)
+        axes.legend(loc="best")
+    top.set_title(f"{len(curves)} runs")
+    return _save(fig, Path(output))
+
+
+def _save(fig, output: Path, below: Path | None = None) -> Path:
+    """Write ``fig`` as a PNG whole or not at all, never through a planted link."""
+    with _written(output, below) as f:
+        fig.savefig(f, format="png", dpi=100)
+    _pyplot().close(fig)
+    return output
+
+
+@contextmanager
+def _written(output: Path, below: Path | None) -> Iterator[BinaryIO]:
+    """``atomic_write`` of ``output``; one in the run directory ``below`` goes through its
+    descriptor, so a link planted at its name, or in the directory's place, is refused."""
+    if below is None:
+        with atomic_write(output) as f:
+            yield f
+        return
+    directory = Directory.open(below)
+    try:
+        with directory.write(output.name) as f:
+            yield f
+    finally:
+        directory.close()
+
+
+def plot_weights(path: str | Path, output: str | Path | None = None) -> Path:
+    """Draw the ``W1`` rows of the policy in ``path`` as 80 x 80 images into ``output``.
+
+    Raises:
+        ValueError: ``path`` holds no policy (``CheckpointError``, one line).
+    """
+    path = Path(path)
+    W1 = load(path, policy=True).weights["W1"]
+    below = path if output is None and path.is_dir() else None
+    if output is None:
+        output = (
+            path / "weights.png" if path.is_dir() else path.with_name(f"{path.stem}-weights.png")
+        )
+    with _written(Path(output), below) as f:
+        save_png(W1, f)
+    return Path(output)
+
+
+def png(text: str) -> Path:
+    """``--output``: a path ending in .png (matplotlib would add .png, or write another format)."""
+    if not text.lower().endswith(".png"):
+        raise argparse.ArgumentTypeError(f"only .png files are written, got {text!r}")
+    return Path(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pong.plot",
+        description="Draw a run's learning curves as a PNG, or overlay several runs' curves.",
+    )
+    parser.add_argument("run_dirs", nargs="*", type=Path, help="run directories (hold updates.csv)")
+    parser.add_argument(
+        "--weights",
+        type=Path,
+        metavar="PATH",
+        help="draw the W1 rows of a run directory's checkpoint, a checkpoint or a policy file"
+        " as 80 x 80 images instead (default output: RUN_DIR/weights.png, or NAME-weights.png"
+        " beside a file)",
+    )
+    parser.add_argument(
+        "--output",
+        type=png,
+        metavar="FILE.png",
+        help="PNG to write (default for one run: RUN_DIR/learning_curve.png; needed for several)",
+    )
+    args = parser.parse_args(argv)
+    if bool(args.run_dirs) == (args.weights is not None):
+        parser.error("give either run directories or --weights PATH")
+    if len(args.run_dirs) > 1 and args.output is None:
+        parser.exit(2, f"{parser.prog}: error: several runs need --output FILE.png\n")
+    try:
+        check_distinct(args.run_dirs)
+        if args.weights is not None:
+            drawn = plot_weights(args.weights, args.output)
+        elif len(args.run_dirs) == 1:
+            drawn = plot_run(args.run_dirs[0], args.output)
+        else:
+            drawn = plot_runs(args.run_dirs, args.output)
+    except ValueError as e:
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # the PNG could not be written there
+        print(
+            f"{parser.prog}: error: {e.filename or args.output}: {e.strerror or e}", file=sys.stderr
+        )
+        return 1
+    except ImportError:
+        print(
+            f"{parser.prog}: error: matplotlib is not installed: pip install -e '.[plot]'",
+            file=sys.stderr,
+        )
+        return 2
+    print(drawn)  # outside the try: an error here is the output's, not the PNG's
+    return 0

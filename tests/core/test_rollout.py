@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pong.core.model import D, H, Model
+from pong.core.rewards import advantages
+from pong.core.rollout import episode_gradient, episode_gradient_dense, rollout, rollout_dense
+from pong.envs.make import make_env
+
+pytestmark = pytest.mark.ale
+
+
+@pytest.fixture(scope="module")
+def played():
+    """One real game of ALE/Pong-v5 with a fresh policy (about 1,000 steps)."""
+    env = make_env()
+    model = Model(seed=0)
+    episode = rollout_dense(model, env, np.random.default_rng(0), seed=0)
+    env.close()
+    return model, episode
+
+
+def test_episode_shapes(played) -> None:
+    _, ep = played
+    T = len(ep.epr)
+    assert ep.epx.shape == (T, D) and ep.eph.shape == (T, H)
+    assert ep.epdlogp.shape == (T,) and ep.epr.shape == (T,)
+
+
+def test_episode_is_one_whole_game(played) -> None:
+    _, ep = played
+    assert set(np.unique(ep.epr)) <= {-1.0, 0.0, 1.0}
+    won, lost = int((ep.epr == 1).sum()), int((ep.epr == -1).sum())
+    assert max(won, lost) == 21  # a game of Pong ends when one side reaches 21
+    assert ep.epr[-1] != 0  # ...on the step that scores the last point
+
+
+def test_inputs_are_difference_frames(played) -> None:
+    _, ep = played
+    assert not ep.epx[0].any()  # first step: no previous frame
+    assert set(np.unique(ep.epx)) <= {-1.0, 0.0, 1.0}
+    nonzero = (ep.epx != 0).sum(1)
+    assert 0 < np.median(nonzero) < 100  # a ball and two paddles move: few pixels change
+
+
+def test_stored_hidden_states_and_labels_match_the_model(played) -> None:
+    model, ep = played
+    for t in (0, 1, len(ep.epr) // 2, len(ep.epr) - 1):
+        aprob, h = model.policy_forward(ep.epx[t])
+        np.testing.assert_array_equal(ep.eph[t], h)
+        assert ep.epdlogp[t] in (1 - aprob, -aprob)  # y - aprob with y in {0, 1}
+
+
+def test_episode_gradient_is_the_dense_formula(played) -> None:
+    model, ep = played
+    grad, note = episode_gradient_dense(model, ep)
+    assert note is None
+    adv, _ = advantages(ep.epr)
+    W2 = model.weights["W2"]
+    dlogp = ep.epdlogp * adv
+    dW2 = sum(dlogp[t] * ep.eph[t] for t in range(len(dlogp)))
+    dW1 = sum(np.outer(dlogp[t] * W2 * (ep.eph[t] > 0), ep.epx[t]) for t in range(len(dlogp)))
+    np.testing.assert_allclose(grad["W2"], dW2, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(grad["W1"], dW1, rtol=1e-9, atol=1e-12)
+
+
+def test_same_seeds_give_the_same_episode_and_gradient(played) -> None:
+    model, ep = played
+    env = make_env()
+    again = rollout_dense(model, env, np.random.default_rng(0), seed=0)
+    env.close()
+    np.testing.assert_array_equal(again.epr, ep.epr)
+    np.testing.assert_array_equal(again.epdlogp, ep.epdlogp)
+    np.testing.assert_array_equal(
+        episode_gradient_dense(model, again)[0]["W1"], episode_gradient_dense(model, ep)[0]["W1"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("env_id", "seed", "w2_scale"), [("ALE/Pong-v5", 1, 1.0), ("Pong-v0", 2, 30.0)]
+)
+def test_fast_path_plays_the_same_game_and_gives_the_dense_gradient(env_id, seed, w2_scale) -> None:
+    """The sparse rollout and backward pass against the 2016 dense formulas, on real Pong."""
+    model = Model(seed=seed)
+    model.weights["W2"] *= w2_scale  # spread aprob away from 0.5: actions depend on the weights
+    env = make_env(env_id)
+    fast = rollout(model, env, np.random.default_rng(seed), seed=seed)
+    dense = rollout_dense(model, env, np.random.default_rng(seed), seed=seed)
+    env.close()
+
+    assert len(fast.epr) == len(dense.epr)
+    np.testing.assert_array_equal(fast.epr, dense.epr)
+    np.testing.assert_array_equal(fast.epdlogp > 0, dense.epdlogp > 0)  # the same actions
+    np.testing.assert_allclose(fast.epdlogp, dense.epdlogp, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(fast.dense_inputs(), dense.epx)
+    active = np.unpackbits(fast.active, axis=1, count=H).astype(bool)
+    np.testing.assert_array_equal(active, dense.eph > 0)  # the ReLU pattern the backward uses
+    if w2_scale > 1:
+        assert np.std(dense.epdlogp) > 0.1  # the test above was not only coin flips
+
+    fast_grad, _ = episode_gradient(model, fast)
+    dense_grad, _ = episode_gradient_dense(model, dense)
+    for k in ("W1", "W2"):
+        got, want = fast_grad.dense()[k], dense_grad[k]
+        assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max(), k
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+    assert fast.nbytes / len(fast.epr) <= 1024  # the 2016 storage: ~53 KB a step

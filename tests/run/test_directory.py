@@ -1,0 +1,182 @@
+"""Run: a run directory's checkpoint and metrics (no Ray: a stand-in trainer)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import pong.run.checkpoint
+from pong.core.model import Model, zeros_like_weights
+from pong.core.state import State
+from pong.run.checkpoint import FILENAME, Checkpoint, load, save
+from pong.run.config import Config
+from pong.run.directory import JOB_CONFIG, Run
+from pong.run.errors import RunFileError, UsageError
+from pong.tools import snapshot
+
+
+def record(run: Run, trainer: StandInTrainer) -> str | None:
+    """One made-up update recorded as the driver does: metrics, checkpoint, snapshot.
+    The snapshot's warning, if any."""
+    run.record(trainer.play(), trainer)
+    if run.watch_due(trainer.iteration):
+        return run.watch(snapshot.take(trainer.model, run.config.env, trainer.iteration), trainer)
+    return None
+
+
+class StandInTrainer:
+    """What Run reads of a Trainer: counters, the running mean and ``checkpoint()``."""
+
+    def __init__(self, config: Config) -> None:
+        self.config, self.model = config, Model(seed=0)
+        self.iteration = self.episodes = self.steps = 0
+        self.running_reward = None
+
+    def play(self) -> SimpleNamespace:
+        """One made-up update of two games."""
+        self.iteration += 1
+        self.episodes += 2
+        self.steps += 200
+        self.running_reward = -21.0
+        return SimpleNamespace(
+            iteration=self.iteration, rollouts=2, steps=200, seconds=1.0, steps_per_second=200.0,
+            rewards=[-21.0, -21.0], episode_steps=[100, 100],
+        )  # fmt: skip
+
+    def state(self) -> State:
+        cache = zeros_like_weights(self.model.weights)
+        return State(
+            self.model.weights, cache, self.iteration, self.episodes, self.steps,
+            self.running_reward, self.running_reward,
+        )  # fmt: skip
+
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint.of(self.state(), self.config)
+
+
+def test_a_new_run_gets_a_seed_and_refuses_a_directory_that_holds_a_run(tmp_path) -> None:
+    run = Run.start(tmp_path / "a", Config(), checkpoint_every=10)
+    assert run.config.seed is not None and run.saved is None
+    save(tmp_path / FILENAME, StandInTrainer(Config(seed=1)).checkpoint())
+    with pytest.raises(UsageError, match="already holds a run; continue it with --resume"):
+        Run.start(tmp_path, Config(), checkpoint_every=10).open()
+
+
+def test_checkpoints_come_every_n_updates_and_at_close(tmp_path) -> None:
+    run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=2)
+    trainer = StandInTrainer(run.config)
+    run.open()
+    saved = []
+    for _ in range(3):
+        run.record(trainer.play(), trainer)
+        path = run.checkpoint_path
+        saved.append(load(path).iteration if path.exists() else None)
+    assert saved == [None, 2, 2]
+    run.close(trainer)
+    assert load(run.checkpoint_path).iteration == 3
+    assert len((run.directory / "updates.csv").read_text().splitlines()) == 1 + 3
+
+
+def test_resume_keeps_the_run_s_settings_and_refuses_contradicting_flags(tmp_path) -> None:
+    config = Config(batch_size=2, seed=4)
+    save(tmp_path / FILENAME, StandInTrainer(config).checkpoint())
+    run = Run.resume(tmp_path / FILENAME, {"batch_size": 2}, checkpoint_every=10)
+    assert (run.config, run.directory, run.saved.iteration) == (config, tmp_path, 0)
+    with pytest.raises(UsageError, match="--batch-size=3 differs from the resumed run's 2"):
+        Run.resume(tmp_path, {"batch_size": 3}, checkpoint_every=10)
+    with pytest.raises(UsageError, match="--resume: .*no such checkpoint file"):
+        Run.resume(tmp_path / "nowhere", {}, checkpoint_every=10)
+
+
+def test_a_second_owner_of_a_run_directory_is_refused_naming_the_first(tmp_path) -> None:
+    first = Run.start(tmp_path / "run", Config(seed=1), checkpoint_every=10)
+    first.open()
+    second = Run.start(tmp_path / "run", Config(seed=2), checkpoint_every=10)
+    with pytest.raises(UsageError, match=f"in use by driver.py \\(pid {os.getpid()} on "):
+        second.open()
+    first.lock.close()  # the first driver ends: the directory is free again
+    second.open()
+
+
+def test_a_new_run_refuses_an_earlier_run_s_metrics_but_not_bare_headers(tmp_path) -> None:
+    for name in ("updates.csv", "episodes.csv"):  # a run stopped before its first row
+        (tmp_path / name).write_text("update,episodes\n")
+    again = Run.start(tmp_path, Config(seed=1), checkpoint_every=10)
+    again.open()  # allowed: nothing of a run is lost
+    trainer = StandInTrainer(again.config)
+    again.record(trainer.play(), trainer)
+    again.close()
+    with pytest.raises(UsageError, match="already holds a run's updates.csv"):
+        Run.start(tmp_path, Config(seed=1), checkpoint_every=10).open()
+
+
+def test_resuming_from_a_copy_of_a_checkpoint_is_refused_as_it_would_rewind(tmp_path) -> None:
+    save(tmp_path / "old.safetensors", StandInTrainer(Config(seed=4)).checkpoint())
+    with pytest.raises(
+        UsageError, match="is not a run's checkpoint.safetensors; to start a new run"
+    ):
+        Run.resume(tmp_path / "old.safetensors", {}, checkpoint_every=10)
+
+
+def test_a_file_where_the_run_directory_belongs_is_one_line(tmp_path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError, match="is a file, not a directory"):
+        Run.start(tmp_path / "file", Config(seed=1), checkpoint_every=10).open()
+
+
+def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_last_checkpoint(
+    tmp_path, monkeypatch
+) -> None:
+    run = Run.start(tmp_path, Config(seed=1), checkpoint_every=1)
+    trainer = StandInTrainer(run.config)
+    run.open()
+    run.record(trainer.play(), trainer)  # update 1 saved
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pong.run.checkpoint, "_encoded", full)  # as a full disk fails the write
+    with pytest.raises(RunFileError, match="No space left on device; the checkpoint of update 1"):
+        run.record(trainer.play(), trainer)
+    assert load(run.checkpoint_path).iteration == 1
+
+
+def test_a_directory_the_run_made_and_left_empty_is_removed_on_close(tmp_path) -> None:
+    run = Run.start(tmp_path / "new", Config(seed=1), checkpoint_every=10)
+    run.open()
+    run.close()
+    run.close()  # twice: harmless
+    assert not (tmp_path / "new").exists()
+    kept = Run.start(tmp_path, Config(seed=1), checkpoint_every=10)  # it existed before
+    kept.open()
+    kept.close()
+    assert tmp_path.is_dir()
+
+
+def test_in_a_ray_job_runs_go_where_the_job_cannot_take_them(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(JOB_CONFIG, "{}")  # as Ray's job supervisor sets it
+    monkeypatch.setenv("HOME", str(tmp_path))
+    run = Run.start(None, Config(seed=1), checkpoint_every=10)
+    assert run.directory.parent == tmp_path / "ray_results" / "pong"
+    for start in (
+        lambda: Run.start(Path("runs/x"), Config(seed=1), checkpoint_every=10),
+        lambda: Run.resume(Path("runs/x"), {}, checkpoint_every=10),
+    ):
+        with pytest.raises(UsageError, match="a Ray job's working directory is deleted with"):
+            start()
+    monkeypatch.delenv(JOB_CONFIG)
+    assert Run.start(None, Config(seed=1), checkpoint_every=10).directory.parent == Path("runs")
+
+
+def test_two_new_runs_started_in_one_second_get_a_directory_each(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    first = Run.start(None, Config(seed=1), checkpoint_every=10)
+    first.open()
+    second = Run.start(None, Config(seed=2), checkpoint_every=10)
+    second.open()  # the same second: a name of its own, not "in use by" the first
+    assert first.directory != second.directory
+    first.close()
+    second.close()

@@ -1,0 +1,47 @@
+"""The commands' output: one line, not a traceback, when it cannot be written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pong.run.checkpoint import FILENAME, save
+from pong.run.directory import Run
+from tests.helpers import ROOT
+from tests.run.test_checkpoint import make_checkpoint
+from tests.run.test_directory import StandInTrainer
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    run = Run.start(tmp_path / "run", make_checkpoint().config, checkpoint_every=10)
+    trainer = StandInTrainer(run.config)
+    run.open()
+    for _ in range(2):
+        run.record(trainer.play(), trainer)
+    run.close(trainer)
+    save(run.directory / FILENAME, trainer.checkpoint())
+    return run.directory
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["pong.metrics", "{run}"],
+        ["pong.compare", "{run}"],
+        ["pong.export", "{run}", "{tmp}/policy.safetensors"],
+        ["pong.plot", "{run}", "--output={tmp}/curve.png"],
+    ],
+)
+def test_output_to_a_full_disk_is_one_line(command, run_dir, tmp_path) -> None:
+    argv = [a.format(run=run_dir, tmp=tmp_path) for a in command]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", *argv], cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"python -m {command[0]}: error: could not write the output: No space left on device\n"
+    )

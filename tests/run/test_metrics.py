@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from pong.run.errors import UsageError
+from pong.run.metrics import EPISODES, UPDATES, MetricsLog, main, read_rows
+
+
+def _row(update: int) -> dict[str, object]:
+    return {
+        "update": update,
+        "episodes": 2 * update,
+        "steps": 900 * update,
+        "seconds": 1.5,
+        "steps_per_s": 1200.0,
+        "running_reward": -20.5,
+        "reward_mean": -20.0,
+        "reward_min": -21.0,
+        "reward_max": -19.0,
+    }
+
+
+def _episodes(update: int) -> list[dict[str, object]]:
+    return [
+        {"episode": 2 * update - 1 + i, "update": update, "reward": -21.0 + i, "steps": 900}
+        for i in range(2)
+    ]
+
+
+def _read(path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_rows_are_flushed_as_written_and_appended_on_reopen(tmp_path) -> None:
+    log = MetricsLog(tmp_path)
+    log.write(_row(1), _episodes(1))
+    # Visible before close: a crash after this loses nothing.
+    assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1"]
+    assert [r["episode"] for r in _read(tmp_path / EPISODES)] == ["1", "2"]
+    log.close()
+
+    log = MetricsLog(tmp_path)  # a resumed run
+    log.write(_row(2), _episodes(2))
+    log.close()
+    text = (tmp_path / UPDATES).read_text()
+    assert text.count("update,episodes") == 1  # one header
+    assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2"]
+    assert [r["episode"] for r in _read(tmp_path / EPISODES)] == ["1", "2", "3", "4"]
+    assert _read(tmp_path / EPISODES)[3]["reward"] == "-20.0"
+
+
+def test_resuming_drops_rows_of_updates_after_the_checkpoint(tmp_path) -> None:
+    # A run killed after update 3 whose last checkpoint is update 2 plays update 3
+    # again on resume: its first row must go, so each update keeps one row.
+    log = MetricsLog(tmp_path)
+    for update in (1, 2, 3):
+        log.write(_row(update), _episodes(update))
+    log.close()
+
+    log = MetricsLog(tmp_path, after=2)
+    assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2"]
+    assert [r["episode"] for r in _read(tmp_path / EPISODES)] == ["1", "2", "3", "4"]
+    log.write(_row(3), _episodes(3))
+    log.close()
+    assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2", "3"]
+    assert [r["update"] for r in _read(tmp_path / EPISODES)] == ["1", "1", "2", "2", "3", "3"]
+    assert (tmp_path / UPDATES).read_text().count("update,episodes") == 1
+
+
+def test_summary_counts_time_and_milestones_from_the_rows(tmp_path, capsys) -> None:
+    log = MetricsLog(tmp_path)
+    for update, running, seconds in ((1, -20.5, 1800.0), (2, -12.0, 3600.0), (3, -4.0, 1800.0)):
+        row = _row(update) | {"running_reward": running, "seconds": seconds}
+        log.write(row, _episodes(update))
+    log.close()
+    assert main([str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "3 updates, 6 episodes, 2,700 env steps, 2.00 h of training (0 steps/s)",
+        "running mean -4.00 at the end, best -4.00 (update 3, episode 6)",
+        "running mean above -20 from update 2, episode 4, after 1.50 h",
+        "running mean above -15 from update 2, episode 4, after 1.50 h",
+        "running mean above -10 from update 3, episode 6, after 2.00 h",
+        "running mean above -5 from update 3, episode 6, after 2.00 h",
+    ]
+
+
+def test_summary_of_a_directory_without_metrics_is_one_line(tmp_path, capsys) -> None:
+    assert main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"python -m pong.metrics: error: {tmp_path / UPDATES}: no such file;"
+        f" is {tmp_path} a run directory?\n"
+    )
+
+
+def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> None:
+    log = MetricsLog(tmp_path)
+    for update in (1, 2):
+        log.write(_row(update), _episodes(update))
+    log.close()
+    with open(tmp_path / UPDATES, "a") as f:
+        f.write("3,3,3")  # a kill while this row was being written
+    MetricsLog(tmp_path, after=2).close()
+    assert [row["update"] for row in read_rows(tmp_path / UPDATES)] == ["1", "2"]
+    with open(tmp_path / UPDATES, "a") as f:
+        f.write("garbage line\n")
+    with pytest.raises(UsageError, match=r"updates.csv, line 4: not a metrics row"):
+        MetricsLog(tmp_path, after=2)
+    updates = (tmp_path / UPDATES).read_text().replace("garbage line\n", "")
+    (tmp_path / UPDATES).write_text(updates)
+    (tmp_path / EPISODES).write_bytes(b"episode,update,reward,steps\n\xff\xfe\n")
+    with pytest.raises(UsageError, match="episodes.csv: not a metrics file"):
+        MetricsLog(tmp_path, after=2)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda text: text + "3,6,2700", None),  # a row being written: left out
+        (lambda text: text + "3,6\n", "line 4: not a metrics row"),
+        (lambda text: text + "3,6,abc,1,1,1,1,1,1\n", "line 4: not a metrics row"),
+        (lambda text: text + "3.5,6,2700,1,1,1,1,1,1\n", "line 4: not a metrics row"),
+        (lambda text: text.replace("seconds", "secs"), "line 1: not the header of updates.csv"),
+        (
+            lambda text: text.replace("reward_max", "reward_max,reward_max", 1),
+            "line 1: not the header of updates.csv",
+        ),
+        (lambda text: text + "3,6,2700,inf,1,1,1,1,1\n", "line 4: not a metrics row"),
+        (
+            lambda text: text + "3,6," + "9" * 5000 + "\n",
+            "line 4: longer than 4,096 bytes; not a metrics row",
+        ),
+        (
+            lambda text: text + '3,"' + "x\n" * 70_000,
+            "line 65540: not a metrics row (field larger than field limit (131072))",
+        ),
+        (
+            lambda text: text + "3,6,2700\r1,1,1,1,1,1\n",
+            "line 4: not a metrics row (a carriage return inside a line)",
+        ),
+    ],
+)
+def test_a_damaged_metrics_file_is_one_line_naming_the_line(
+    damage, message, tmp_path, capsys
+) -> None:
+    log = MetricsLog(tmp_path)
+    for update in (1, 2):
+        log.write(_row(update), _episodes(update))
+    log.close()
+    path = tmp_path / UPDATES
+    path.write_text(damage(path.read_text()))
+    if message is None:
+        assert [row["update"] for row in read_rows(path)] == ["1", "2"]
+        return
+    assert main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"python -m pong.metrics: error: {path}, {message}\n"

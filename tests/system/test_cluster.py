@@ -1,0 +1,340 @@
+"""A real two-node Ray cluster, started with ``ray start`` on this machine, with token auth."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from ray import __version__ as ray_version
+
+from pong.run.checkpoint import load
+from tests.helpers import (
+    BATCH_LINE,
+    ROOT,
+    descendants,
+    free_port,
+    parents,
+    processes,
+    run_driver,
+    stop_processes_of,
+)
+
+pytestmark = [pytest.mark.ray, pytest.mark.ale, pytest.mark.cluster]
+
+RAY = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
+
+
+def _ray(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([RAY, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def _start_head(env: dict[str, str], temp_dir: Path, cpus: int):
+    """``ray start --head`` on loopback with the job server: (address, dashboard URL, result)."""
+    address, dashboard = f"127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+    head = _ray(
+        [
+            "start",
+            "--head",
+            f"--port={address.rpartition(':')[2]}",
+            "--node-ip-address=127.0.0.1",
+            f"--num-cpus={cpus}",
+            "--include-dashboard=true",
+            "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={dashboard.rpartition(':')[2]}",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--temp-dir={temp_dir}",
+        ],
+        env,
+    )
+    return address, dashboard, head
+
+
+def _private_temp_dir() -> Path:
+    """Short, for Ray's socket paths; named "ray" so that RAY_TMPDIR=its parent makes it
+    the default temp dir, where `ray start` records the cluster for --address=auto."""
+    temp_dir = Path(tempfile.mkdtemp(prefix="r", dir="/tmp")) / "ray"
+    temp_dir.mkdir()
+    return temp_dir
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Head and one worker node, 1 CPU each; token authentication on; stopped afterwards.
+
+    Its processes keep their files in a temporary directory of its own, by
+    which they are found and stopped: no other Ray on the machine is touched.
+    """
+    tmp = tmp_path_factory.mktemp("cluster")
+    temp_dir = _private_temp_dir()
+    token = tmp / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env = {
+        **base,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{base.get('PATH', '')}",  # the venv's
+    }
+    try:
+        address, dashboard, head = _start_head(env, temp_dir, cpus=1)
+        assert head.returncode == 0, head.stderr
+        node = _ray(
+            [
+                "start",
+                f"--address={address}",
+                "--node-ip-address=127.0.0.1",
+                "--num-cpus=1",
+                f"--dashboard-agent-listen-port={free_port()}",
+                f"--temp-dir={temp_dir}",
+            ],
+            env,
+        )
+        assert node.returncode == 0, node.stderr
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status = _ray(["status", f"--address={address}"], env).stdout
+            if len(re.findall(r"^ 1 node_", status, re.M)) == 2:
+                break
+            time.sleep(1)
+        else:
+            pytest.fail(f"the second node never joined:\n{status}")
+        yield address, env, base, temp_dir, dashboard
+    finally:
+        stop_processes_of(temp_dir)
+        shutil.rmtree(temp_dir.parent, ignore_errors=True)
+
+
+def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> None:
+    address, env, *_ = cluster
+    proc = run_driver(
+        [
+            f"--redis-address={address}",
+            "--batch-size=4",
+            "--iterations=2",
+            "--seed=0",
+            f"--run-dir={tmp_path / 'run'}",
+        ],
+        env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"Running on the Ray cluster at {address} (2 nodes, 2 CPUs)")
+    # One worker per CPU of the cluster; SPREAD is best effort (1 + 1, or 2 on one node).
+    placed = r"Started 2 RolloutWorker actors on (2 nodes \(1 \+ 1\)|1 node \(2\))"
+    assert re.match(placed, lines[2]), lines[2]
+    assert sum(bool(BATCH_LINE.match(line)) for line in lines) == 2, proc.stdout
+    assert f"--address={address} --resume " in lines[-1]  # the resume hint joins it again
+
+
+def test_a_client_without_a_token_is_told_what_to_set(cluster, tmp_path) -> None:
+    address, _, base, *_ = cluster
+    start = time.monotonic()
+    nowhere = {**base, "HOME": str(tmp_path)}  # no ~/.ray/auth_token, no RAY_AUTH_* variables
+    proc = run_driver([f"--address={address}", "--iterations=1"], nowhere, timeout=120)
+    assert time.monotonic() - start < 30
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert f"the Ray cluster at {address} requires token authentication" in proc.stderr
+    assert "RAY_AUTH_MODE=token" in proc.stderr
+
+
+def test_a_wrong_token_is_refused_with_one_line(cluster, tmp_path) -> None:
+    address, env, *_ = cluster
+    wrong = tmp_path / "wrong_token"
+    wrong.write_text(secrets.token_hex(32))
+    proc = run_driver(
+        [f"--address={address}", "--iterations=1"],
+        {**env, "RAY_AUTH_TOKEN_PATH": str(wrong)},
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert f"the Ray cluster at {address} refused this machine's token" in proc.stderr
+
+
+def test_auto_joins_the_recorded_cluster_and_no_address_starts_a_ray_of_its_own(
+    cluster, tmp_path
+) -> None:
+    address, env, _, temp_dir, _ = cluster
+    here = {**env, "RAY_TMPDIR": str(temp_dir.parent)}  # where `ray start` recorded it
+    recorded = (temp_dir / "ray_current_cluster").read_text().strip()  # this machine's IP
+    assert recorded.endswith(address.rpartition(":")[1:])
+    toy = ["--iterations=1", "--env=PongToy/Catch-v0"]
+    joined = run_driver(["--address=auto", *toy, f"--run-dir={tmp_path / 'a'}"], here)
+    assert joined.returncode == 0, joined.stderr
+    assert joined.stdout.startswith(f"Running on the Ray cluster at {recorded} (2 nodes, 2 CPUs)")
+    alone = run_driver([*toy, "--num-cpus=1", f"--run-dir={tmp_path / 'b'}"], here)
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout.startswith("Running on a local Ray (1 node, 1 CPU)"), alone.stdout
+    status = _ray(["status", f"--address={address}"], env).stdout  # the cluster lives on
+    assert len(re.findall(r"^ 1 node_", status, re.M)) == 2, status
+
+
+def _submit(dashboard: str, env: dict[str, str], home: Path, args: list[str], *flags: str):
+    """``ray job submit --working-dir .`` from the repository root, as the README has it."""
+    return subprocess.run(
+        [
+            RAY,
+            "job",
+            "submit",
+            f"--address={dashboard}",
+            "--working-dir=.",
+            f"--runtime-env-json={json.dumps({'env_vars': {'HOME': str(home)}})}",
+            *flags,
+            "--",
+            "python",
+            "driver.py",
+            "--env=PongToy/Catch-v0",
+            *args,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_ray_job_trains_and_its_run_outlives_the_job(cluster, tmp_path) -> None:
+    address, env, _, temp_dir, dashboard = cluster
+    job = _submit(dashboard, env, tmp_path, ["--batch-size=2", "--iterations=2", "--seed=1"])
+    assert job.returncode == 0 and "succeeded" in job.stdout, job.stdout + job.stderr
+    [run] = (tmp_path / "ray_results" / "pong").iterdir()  # not in the job's working_dir copy
+    lines = job.stdout.splitlines()
+    assert any(line.startswith("Running on the Ray cluster at ") for line in lines)
+    assert f"Run directory: {run} (" in job.stdout
+    [done] = [line for line in lines if line.startswith("Done: 2 updates")]
+    # The command that continues it names the same cluster (Ray's CLI takes the GCS address).
+    again = re.search(r"continue with: ray job submit --address (\S+) --working-dir \. -- ", done)
+    assert again and again[1].endswith(address.rpartition(":")[1:]), done
+    assert done.endswith(f"python driver.py --resume {run})")
+    saved = load(run)
+    assert saved.iteration == 2 and len((run / "updates.csv").read_text().splitlines()) == 3
+    assert str(temp_dir) not in str(run)
+
+
+def test_ray_job_stop_keeps_the_last_update(cluster, tmp_path) -> None:
+    _, env, _, _, dashboard = cluster
+    run = tmp_path / "run"
+    job = _submit(dashboard, env, tmp_path, ["--batch-size=2", f"--run-dir={run}"], "--no-wait")
+    assert job.returncode == 0, job.stderr
+    [job_id] = re.findall(r"raysubmit_\w+", job.stdout)[:1]
+    deadline = time.monotonic() + 120
+    while not (run / "updates.csv").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    stop = _ray(["job", "stop", f"--address={dashboard}", job_id], env)
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    logs = _ray(["job", "logs", f"--address={dashboard}", job_id], env).stdout
+    assert "Interrupted by SIGTERM; shutting down Ray." in logs and "Traceback" not in logs, logs
+    saved = load(run)  # saved on the way out, within Ray's 3 s before SIGKILL
+    assert saved.iteration >= 1
+    assert len((run / "updates.csv").read_text().splitlines()) == saved.iteration + 1
+
+
+def test_with_ray_auth_mode_unset_and_a_token_at_hand_both_paths_work(tmp_path) -> None:
+    """Ray 2.61 makes token authentication the default; with the mode unset, `ray start`
+    already turns it on where a token exists. The driver joins such a cluster with the
+    token at hand, and the README's job steps hold."""
+    token = tmp_path / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RAY_")},
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    temp_dir = _private_temp_dir()
+    try:
+        address, dashboard, head = _start_head(env, temp_dir, cpus=2)
+        assert head.returncode == 0, head.stderr
+        args = ["--env=PongToy/Catch-v0", "--iterations=1", "--batch-size=2"]
+        direct = run_driver([f"--address={address}", *args, f"--run-dir={tmp_path / 'a'}"], env)
+        assert direct.returncode == 0, direct.stderr
+        assert load(tmp_path / "a").iteration == 1
+        # Ray's CLI before 2.61 sends the token only when told to; the README tells it to.
+        told = {**env, "RAY_AUTH_MODE": "token"}
+        job = _submit(dashboard, told, tmp_path, [*args, f"--run-dir={tmp_path / 'b'}"])
+        assert job.returncode == 0 and "succeeded" in job.stdout, job.stdout + job.stderr
+        assert load(tmp_path / "b").iteration == 1
+    finally:
+        stop_processes_of(temp_dir)
+        shutil.rmtree(temp_dir.parent, ignore_errors=True)
+
+
+@pytest.mark.skipif(
+    tuple(int(p) for p in ray_version.split(".")[:2]) < (2, 60),
+    reason="Ray 2.52 recovered from a lost node in 2 of 6 runs here; in the others the driver"
+    " stopped instead (mostly: one line, lost contact with Ray, last update saved)",
+)
+def test_a_lost_node_s_games_are_played_elsewhere_and_training_goes_on(cluster, tmp_path) -> None:
+    """Last in this module: it takes the second node down for good."""
+    from tests.system.test_faults import start_driver, wait_for
+
+    address, env, _, temp_dir, _ = cluster
+    [raylet] = [
+        pid
+        for pid, cmd in processes()
+        if b"raylet" in cmd.split(b"\0")[0]
+        and b"--head" not in cmd
+        and str(temp_dir).encode() in cmd  # ours, not someone else's
+    ]
+    for attempt in range(3):  # SPREAD is best effort: both workers may start on the head
+        out = tmp_path / f"out{attempt}.txt"
+        args = ["--batch-size=4", "--iterations=3", f"--run-dir={tmp_path / f'run{attempt}'}"]
+        proc, placed = start_driver([f"--redis-address={address}", *args], out, env=env), False
+        try:
+            wait_for(lambda out=out: "Batch 1 " in out.read_text(), proc)
+            on_node = descendants({raylet}, parents())
+            placed = any(
+                pid in on_node and cmd.startswith(b"ray::RolloutWorker") for pid, cmd in processes()
+            )
+            if not placed:
+                proc.send_signal(signal.SIGINT)  # its workers stop with it; try again
+                proc.communicate(timeout=60)
+        finally:
+            if not placed:
+                proc.kill()
+        if placed:
+            break
+    else:
+        status = _ray(["status", f"--address={address}", "-v"], env).stdout
+        pytest.fail(
+            f"no worker started on the second node, three times:\n{out.read_text()}\n{status}"
+        )
+    try:
+        os.kill(raylet, signal.SIGKILL)  # the second node is gone, with its workers
+        _, err = proc.communicate(timeout=240)
+    finally:
+        proc.kill()
+    text = out.read_text()
+    assert proc.returncode == 0, err
+    batches = [m for m in map(BATCH_LINE.match, text.splitlines()) if m]
+    assert [m[1] for m in batches] == ["1", "2", "3"] and all(m[2] == "4" for m in batches)
+    # Its game went to the worker that remained, or to its own once Ray restarted it.
+    assert "is unreachable (its process or node was lost)" in text or "Ray restarted it" in text
+
+
+def test_a_local_ray_skips_idle_workers_and_metrics_unless_the_user_says(monkeypatch) -> None:
+    from pong.run.cluster import local_ray_settings
+
+    monkeypatch.delenv("RAY_prestart_worker_first_driver", raising=False)
+    monkeypatch.delenv("RAY_enable_metrics_collection", raising=False)
+    local_ray_settings()
+    assert os.environ["RAY_prestart_worker_first_driver"] == "0"
+    assert os.environ["RAY_enable_metrics_collection"] == "0"
+    monkeypatch.setenv("RAY_prestart_worker_first_driver", "1")
+    monkeypatch.setenv("RAY_enable_metrics_collection", "1")
+    local_ray_settings()
+    assert os.environ["RAY_prestart_worker_first_driver"] == "1"
+    assert os.environ["RAY_enable_metrics_collection"] == "1"

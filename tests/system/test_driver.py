@@ -1,0 +1,586 @@
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import driver
+from pong.run import report
+from pong.run.checkpoint import FILENAME, load, save_policy
+from pong.run.config import Config
+from tests.helpers import (
+    BATCH_LINE,
+    ROOT,
+    TOY,
+    free_port,
+    processes,
+    run_driver,
+    spawn_driver,
+    stop_processes_of,
+)
+from tests.run.test_checkpoint import make_checkpoint
+from tests.system.test_faults import wait_for
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--batch-size=0"], "argument --batch-size: expected a positive integer, got '0'"),
+        (["--batch-size=-3"], "argument --batch-size: expected a positive integer, got '-3'"),
+        (["--batch-size=2.5"], "argument --batch-size: expected a positive integer, got '2.5'"),
+        (["--batch-size=ten"], "argument --batch-size: expected a positive integer"),
+        (["--iterations=0"], "argument --iterations: expected a positive integer, got '0'"),
+        (["--iterations=x"], "argument --iterations: expected a positive integer"),
+        (["--seed=-1"], "argument --seed: expected a non-negative integer"),
+        (["--num-cpus=0"], "argument --num-cpus: expected a positive integer"),
+        (["--num-cpus=100000"], f"--num-cpus: expected at most {64 * (os.cpu_count() or 1)} (64"),
+        ([f"--num-cpus={10**18}"], f"got '{10**18}'"),  # Ray's limit is 10**14
+        (["--learning-rate=nan"], "argument --learning-rate: expected a positive number"),
+        (["--decay-rate=1"], "argument --decay-rate: expected a number below 1"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--run-dir="], "argument --run-dir: expected a path, got ''"),
+        (["--until-mean=nan"], "argument --until-mean: expected a number, got 'nan'"),
+        (["--until-mean=-inf"], "argument --until-mean: expected a number, got '-inf'"),
+        (["--until-mean=21"], "a game scores at most 21, so no running mean is above 21"),
+        (["--evaluate=x", "--iterations=3"], "argument --iterations: not with --evaluate"),
+        (["--evaluate=x", "--until-mean=0"], "argument --until-mean: not with --evaluate"),
+        (["--evaluate=x", "--batch-size=3"], "argument --batch-size: not with --evaluate"),
+        (["--evaluate=x", "--resume=y"], "argument --resume: not with --evaluate"),
+    ],
+)
+def test_bad_flags_give_one_line_and_exit_2(argv, message, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        driver.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("driver.py: error: ")
+    assert message in err
+
+
+def test_unknown_env_is_one_line_and_starts_no_ray(capsys) -> None:
+    assert driver.main(["--env=ALE/Pongg-v5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown env id 'ALE/Pongg-v5'" in err
+
+
+def test_num_cpus_with_a_cluster_address_is_refused(capsys) -> None:
+    assert driver.main(["--address=127.0.0.1:6379", "--num-cpus=2"]) == 2
+    assert "--num-cpus applies to a local Ray only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--redis-address", "--address"])
+def test_address_where_nothing_answers_fails_fast_naming_it(flag, capsys) -> None:
+    port = free_port()
+    start = time.monotonic()
+    assert driver.main([f"{flag}=127.0.0.1:{port}"]) == 1
+    assert time.monotonic() - start < 30
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"no Ray cluster answers at 127.0.0.1:{port}" in err
+
+
+def test_ray_address_variable_is_honoured(monkeypatch, capsys) -> None:
+    port = free_port()
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    assert driver.main([]) == 1
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_malformed_address_is_named(capsys) -> None:
+    assert driver.main(["--address=localhost"]) == 2
+    assert "cluster address must be HOST:PORT, got 'localhost'" in capsys.readouterr().err
+
+
+def test_help_lists_every_flag(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        driver.main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for flag in (
+        "--batch-size",
+        "--iterations",
+        "--redis-address",
+        "--address",
+        "--env",
+        "--seed",
+        "--until-mean",
+        "--num-cpus",
+        "--run-dir",
+        "--checkpoint-every",
+        "--resume",
+        "--evaluate",
+        "--episodes",
+        "--record",
+    ):
+        assert flag in out
+
+
+def _local_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+
+
+def _csv(path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.ray
+@pytest.mark.ale
+def test_two_updates_then_resume_one_more(tmp_path) -> None:
+    run = tmp_path / "run"
+    first = ["--batch-size=2", "--iterations=2", "--seed=0", "--num-cpus=2"]
+    proc = run_driver([*first, f"--run-dir={run}", "--checkpoint-every=1"], _local_env())
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("Running on a local Ray (1 node, 2 CPUs): batch size 2")
+    assert lines[1].startswith(f"Run directory: {run} (checkpoint every 1 updates")
+    assert lines[2].startswith("Started 2 RolloutWorker actors on 1 node (2), one per CPU")
+    batches = [BATCH_LINE.match(line) for line in lines if line.startswith("Batch")]
+    assert len(batches) == 2 and all(batches), proc.stdout
+    for n, match in enumerate(batches, start=1):
+        assert int(match[1]) == n and int(match[2]) == 2 and int(match[3]) > 200
+        assert -21 <= float(match[6]) <= 21
+    assert lines[-1].startswith("Done: 2 updates (2 in this run), 4 episodes")
+    assert "Traceback" not in proc.stderr
+    saved = load(run)
+    assert (saved.iteration, saved.episodes, saved.config.batch_size) == (2, 4, 2)
+
+    # A run killed after an update it never checkpointed leaves that update's rows behind.
+    with open(run / "updates.csv", "a") as f:
+        f.write("3,6,999,1.0,999.0,-20.0,-21.0,-21.0,-21.0\n")
+    with open(run / "episodes.csv", "a") as f:
+        f.write("5,3,-21.0,999\n6,3,-21.0,999\n")
+
+    proc = run_driver(["--resume", str(run), "--iterations=1", "--num-cpus=2"], _local_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "resuming after update 2" in proc.stdout
+    [batch3] = [BATCH_LINE.match(line) for line in proc.stdout.splitlines() if line[:5] == "Batch"]
+    assert batch3 and batch3[1] == "3"
+
+    updates, episodes = _csv(run / "updates.csv"), _csv(run / "episodes.csv")
+    assert [row["update"] for row in updates] == ["1", "2", "3"]
+    assert [row["episode"] for row in episodes] == [str(i) for i in range(1, 7)]
+    # The running mean went on from the saved one, episode by episode in game order.
+    running = saved.running_reward
+    for row in episodes[4:]:
+        running = running * 0.99 + float(row["reward"]) * 0.01
+    assert float(updates[2]["running_reward"]) == pytest.approx(running, abs=1e-12)
+    resumed = load(run)
+    assert (resumed.iteration, resumed.episodes) == (3, 6)
+    assert resumed.steps == saved.steps + int(batch3[3])
+    assert not np.array_equal(resumed.weights["W2"], saved.weights["W2"])  # it trained on
+    # TensorBoard's curves: the CSV's, each update once (two event files, one per driver).
+    board = EventAccumulator(str(run))
+    board.Reload()
+    running_curve = [(e.step, e.value) for e in board.Scalars("charts/running_reward")]
+    assert running_curve == [
+        (int(row["steps"]), pytest.approx(float(row["running_reward"]))) for row in updates
+    ]
+    assert len(board.Scalars("charts/episodic_return")) == 6
+
+    # The same seed on 1 CPU, never stopped: the same bytes, the same rows but for the times.
+    alone = tmp_path / "alone"
+    proc = run_driver(
+        [*first[:2], "--iterations=3", "--seed=0", "--num-cpus=1", f"--run-dir={alone}"],
+        _local_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (alone / FILENAME).read_bytes() == (run / FILENAME).read_bytes()
+    timeless = [
+        {k: v for k, v in row.items() if k not in ("seconds", "steps_per_s")} for row in updates
+    ]
+    assert timeless == [
+        {k: v for k, v in row.items() if k not in ("seconds", "steps_per_s")}
+        for row in _csv(alone / "updates.csv")
+    ]
+    assert (alone / "episodes.csv").read_bytes() == (run / "episodes.csv").read_bytes()
+
+
+@pytest.mark.ray
+def test_until_mean_stops_at_the_first_update_above_it_and_a_resume_past_it_is_refused(
+    tmp_path, capsys
+) -> None:
+    run = tmp_path / "run"
+    toy = ["--env=PongToy/Catch-v0", "--batch-size=4", "--learning-rate=1e-2", "--seed=10"]
+    argv = [*toy, "--num-cpus=1", "--iterations=2", "--until-mean=-2.5", f"--run-dir={run}"]
+    proc = run_driver(argv, _local_env())  # stopped before the mark: the hint keeps it
+    assert proc.returncode == 0, proc.stderr
+    first_line, *_, done = proc.stdout.splitlines()
+    assert first_line.endswith(", 2 updates or until the running mean is above -2.5")
+    assert done.endswith(f" --resume {run} --until-mean=-2.5)")
+    again = shlex.split(done.rpartition("continue with: ")[2][:-1])
+    proc = run_driver([*again[2:], "--num-cpus=1", "--iterations=300"], _local_env())
+    assert proc.returncode == 0, proc.stderr
+    running = [float(row["running_reward"]) for row in _csv(run / "updates.csv")]
+    assert len(running) > 3, running  # it had to learn first: the toy starts near -3.4
+    assert running[-1] > -2.5 and all(x <= -2.5 for x in running[:-1])
+    assert load(run).iteration == len(running)  # saved where it stopped
+    assert proc.stdout.splitlines()[-1] == (
+        f"Done: {len(running)} updates ({len(running) - 2} in this run), {4 * len(running)}"
+        f" episodes, best running mean {running[-1]:.2f}; the running mean is above -2.5;"
+        f" checkpoint: {run}/checkpoint.safetensors"
+    )
+
+    assert driver.main(["--resume", str(run), "--until-mean=-2.5"]) == 2
+    err = capsys.readouterr().err
+    already = f"the run's running mean is already {running[-1]:.2f}"
+    assert err == f"driver.py: error: --until-mean -2.5: {already}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--resume", "{tmp}/nowhere"], "--resume: {tmp}/nowhere/checkpoint.safetensors: no such"),
+        (
+            ["--resume", "{tmp}/junk"],
+            "--resume: {tmp}/junk/checkpoint.safetensors: not a safetensors file (7 bytes long)",
+        ),
+        (
+            ["--resume", "{tmp}/old.safetensors"],
+            "--resume: {tmp}/old.safetensors is not a run's checkpoint.safetensors",
+        ),
+        (["--resume", "{tmp}", "--run-dir", "{tmp}/x"], "a resumed run stays in its own"),
+    ],
+)
+def test_bad_resume_is_one_line_and_writes_nothing(argv, message, tmp_path, capsys) -> None:
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "checkpoint.safetensors").write_bytes(b"\x00" * 7)
+    (tmp_path / "old.safetensors").write_bytes(b"\x00" * 100)
+    (tmp_path / "nowhere").mkdir()
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    try:
+        code = driver.main(argv)
+    except SystemExit as e:  # argparse's own checks exit
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message.replace("{tmp}", str(tmp_path)) in err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.ray
+@pytest.mark.ale
+@pytest.mark.parametrize(
+    ("sig", "code", "times"),
+    [(signal.SIGINT, 130, 1), (signal.SIGTERM, 143, 1), (signal.SIGINT, 130, 20)],
+)
+def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, times, tmp_path) -> None:
+    out = tmp_path / "out.txt"
+    run = tmp_path / "run"
+    with open(out, "w") as stdout:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "driver.py",
+                "--batch-size=1",
+                "--seed=0",
+                "--num-cpus=1",
+                f"--run-dir={run}",
+                "--checkpoint-every=1000",
+            ],
+            cwd=ROOT,
+            env=_local_env(),
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while "Batch 1 " not in out.read_text() and time.monotonic() < deadline:
+                assert proc.poll() is None, proc.stderr.read()
+                time.sleep(0.2)
+            for _ in range(times):  # an impatient user: Ctrl-C again and again
+                proc.send_signal(sig)
+                time.sleep(0.05)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    assert proc.returncode == code
+    assert f"Interrupted by {sig.name}; shutting down Ray." in err
+    assert "Traceback" not in err
+    printed = [BATCH_LINE.match(line) for line in out.read_text().splitlines()]
+    done = max(int(m[1]) for m in printed if m)
+    assert out.read_text().splitlines()[-1].startswith("Done: ")
+    saved = load(run)  # saved on the way out, though 1000 updates were not reached
+    assert saved.iteration == done and saved.episodes == done
+    assert len(_csv(run / "updates.csv")) == done
+
+
+def test_the_resume_hint_is_a_command_that_works_from_here(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert report.pasteable(tmp_path / "runs" / "a b") == "'runs/a b'"  # quoted, relative
+    assert report.pasteable(driver.__file__) == os.path.abspath(driver.__file__)  # outside: whole
+
+
+AWKWARD = [
+    "-x",  # read as a flag after --resume, unless written ./-x
+    "--resume",
+    "a b",
+    "it's",
+    'say "hi"',
+    "$HOME and `date` and $(date)",
+    "back\\slash",
+    "line\nbreak",
+    "tab\tand\rreturn",
+    "bell\x07 and escape\x1b[31m",
+    "ünï cödé ✓",
+    "next line\x85 and separator\u2028",
+    "-\n'$\"",
+    "*?[a]{b,c}~!#;&|<>",
+]
+
+
+def farewell_of(directory: Path) -> str:
+    """``farewell`` for a saved run in ``directory``, stand-ins for the run and the trainer."""
+    from types import SimpleNamespace
+
+    (directory / "checkpoint.safetensors").touch()
+    run = SimpleNamespace(directory=directory, checkpoint_path=directory / "checkpoint.safetensors")
+    trainer = SimpleNamespace(
+        iteration=3, best_running_reward=-20.5, episodes=6, running_reward=-20.5
+    )
+    return report.farewell(run, trainer, first=0, script=driver.__file__)
+
+
+def resume_command(done: str) -> str:
+    """The command of a ``Done:`` line's ``(continue with: ...)``."""
+    assert done.endswith(")") and "(continue with: " in done, done
+    return done.rpartition("(continue with: ")[2][:-1]
+
+
+@pytest.mark.parametrize("name", AWKWARD)
+def test_the_printed_resume_command_works_as_pasted_in_bash(name, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR", raising=False)
+    (tmp_path / name).mkdir()
+    done = farewell_of(Path(name))
+    assert "\n" not in done and done.isprintable()  # one line, whatever the name
+    command = resume_command(done)
+    python = report.pasteable(sys.executable)
+    assert command.startswith(f"{python} ")
+    # The same command, with printf in place of Python: the words bash hands the program.
+    stub = "printf '%s\\0'" + command[len(python) :]
+    pasted = subprocess.run(["bash", "-c", stub], cwd=tmp_path, capture_output=True, check=True)
+    script, *argv = [os.fsdecode(word) for word in pasted.stdout.split(b"\0")[:-1]]
+    assert Path(script).resolve() == Path(driver.__file__).resolve()
+    args = driver.parse_args(argv)
+    assert args.resume == Path(name) and (tmp_path / args.resume).is_dir()
+
+
+@pytest.mark.ray
+def test_a_run_in_a_directory_with_an_awkward_name_goes_on_with_the_printed_command(
+    tmp_path,
+) -> None:
+    name = "-a b$c'd\"\ne"
+    toy = ["--env=PongToy/Catch-v0", "--batch-size=2", "--num-cpus=1", "--iterations=1"]
+    first = subprocess.run(
+        [sys.executable, str(ROOT / "driver.py"), *toy, "--seed=0", f"--run-dir={name}"],
+        cwd=tmp_path,
+        env=_local_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert first.returncode == 0, first.stderr
+    command = resume_command(first.stdout.splitlines()[-1])
+    again = subprocess.run(
+        ["bash", "-c", f"{command} --iterations=1 --num-cpus=1"],
+        cwd=tmp_path,
+        env=_local_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert again.returncode == 0, again.stderr
+    assert "resuming after update 1" in again.stdout
+    assert load(tmp_path / name).iteration == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--address="], "the cluster address is empty"),
+        (["--address=http://127.0.0.1:8265"], "looks like the dashboard's (Ray Jobs) address"),
+        (["--env=ALE/Breakout-v5"], "unknown env id 'ALE/Breakout-v5': this program plays"),
+    ],
+)
+def test_addresses_and_envs_a_user_might_paste_are_one_line(argv, message, capsys) -> None:
+    assert driver.main(argv) == 2  # bad input, as the shell's convention has it
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_a_file_that_is_no_checkpoint_is_not_said_to_be_loadable_unsafely(tmp_path, capsys) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    assert driver.main(["--evaluate", str(tmp_path / "notes.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "not a safetensors file (5 bytes long)" in err and "unsafely" not in err
+
+
+@pytest.mark.ray
+def test_a_batch_far_larger_than_the_cpus_plays_on_one_worker_per_cpu_without_warnings(
+    tmp_path,
+) -> None:
+    args = ["--env=PongToy/Catch-v0", "--batch-size=200", "--num-cpus=2", "--iterations=1"]
+    proc = run_driver([*args, f"--run-dir={tmp_path / 'run'}"], _local_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[2].startswith("Started 2 RolloutWorker actors on 1 node (2)")
+    assert "Batch 1 computed 200 rollouts" in proc.stdout
+    assert "WARNING" not in proc.stdout + proc.stderr and proc.stderr == "", proc.stderr
+
+
+def test_an_argument_that_is_not_utf8_is_one_line_before_ray_starts(tmp_path, capsys) -> None:
+    bad = os.fsdecode(bytes(tmp_path) + b"/bad\xffdir")
+    assert driver.main(["--env=PongToy/Catch-v0", f"--run-dir={bad}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not UTF-8 text, which Ray cannot carry" in err
+    assert not os.path.exists(bad)  # refused before anything was made
+
+
+def test_a_run_whose_ray_never_started_leaves_no_directory_behind(tmp_path, capsys) -> None:
+    run = tmp_path / "run"
+    assert driver.main([f"--address=127.0.0.1:{free_port()}", f"--run-dir={run}"]) == 1
+    assert "no Ray cluster answers" in capsys.readouterr().err
+    assert not run.exists()
+
+
+def test_auto_with_a_recorded_cluster_that_is_gone_says_so_within_30_s(tmp_path) -> None:
+    port = free_port()
+    (tmp_path / "ray").mkdir()  # RAY_TMPDIR/ray: where `ray start` records its cluster
+    (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{port}\n")
+    start = time.monotonic()
+    proc = run_driver(
+        ["--address=auto", f"--run-dir={tmp_path / 'run'}"],
+        {**_local_env(), "RAY_TMPDIR": str(tmp_path)},
+        timeout=60,
+    )
+    assert time.monotonic() - start < 30
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert re.search(rf"no Ray cluster answers at [\d.]+:{port}: ", proc.stderr)  # as Ray names it
+    assert "--address=auto: the cluster last started here with `ray start`" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_auto_without_a_recorded_cluster_says_so(tmp_path) -> None:
+    proc = run_driver(
+        ["--address=auto", f"--run-dir={tmp_path / 'run'}"],
+        {**_local_env(), "RAY_TMPDIR": str(tmp_path)},  # nothing recorded here
+        timeout=60,
+    )
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "--address=auto: no Ray cluster was started on this machine" in proc.stderr
+
+
+@pytest.mark.parametrize("after", [0.15, 0.3, 0.6])
+def test_a_ctrl_c_while_the_libraries_load_is_no_traceback(after, tmp_path) -> None:
+    proc = spawn_driver([f"--run-dir={tmp_path / 'run'}"], _local_env())
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.ray
+def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path) -> None:
+    """``driver.py | head -1``: the run stops when nobody reads, saved, without a traceback."""
+    run = tmp_path / "run"
+    args = ["--env=PongToy/Catch-v0", "--num-cpus=1", f"--run-dir={run}"]
+    proc = spawn_driver(args, _local_env(), text=False)
+    for line in iter(proc.stdout.readline, b""):  # the start lines, then the first update's
+        if line.startswith(b"Batch 1 "):
+            break
+    proc.stdout.close()  # as `head` does when it has its lines
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err  # 128 + SIGPIPE, as a shell reports it
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    saved = load(run)
+    assert saved.iteration >= 1 and len(_csv(run / "updates.csv")) == saved.iteration
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code, tmp_path) -> None:
+    # This run's Ray keeps its files here (short: socket paths), found by it, and only it.
+    private = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))
+    run = tmp_path / "run"
+    args = ["--env=PongToy/Catch-v0", f"--run-dir={run}"]
+    proc = spawn_driver(args, {**_local_env(), "RAY_TMPDIR": str(private)})
+    try:
+        wait_for(run.exists, proc, seconds=60)  # made just before ray.init
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        time.sleep(1)
+        left = [pid for pid, cmd in processes() if str(private).encode() in cmd]
+    finally:
+        proc.kill()
+        stop_processes_of(private)
+        shutil.rmtree(private, ignore_errors=True)
+    assert proc.returncode == code, (out, err)
+    assert f"Interrupted by {sig.name}" in err and "Traceback" not in err, err
+    assert left == [], "Ray processes outlived the driver"
+    assert not run.exists()  # nothing was trained, so nothing was kept
+
+
+@pytest.mark.ray
+def test_a_policy_given_to_resume_leads_to_a_command_that_trains_it_on(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """A shared agent people can keep training: the hint --resume gives, pasted into bash."""
+    trained = replace(make_checkpoint(seed=9), config=Config(batch_size=3, env=TOY.env, seed=9))
+    policy = tmp_path / "a shared.safetensors"  # a space, as a user's file may have
+    save_policy(policy, trained)
+    monkeypatch.chdir(ROOT)
+    assert driver.main(["--resume", str(policy)]) == 2
+    hint = capsys.readouterr().err.strip().rpartition("start a new run from its weights: ")[2]
+    assert hint.endswith(f"driver.py --start-from {shlex.quote(str(policy))}")
+    run = tmp_path / "run"
+    more = f" --iterations=1 --seed=1 --run-dir={run} --num-cpus=1 --checkpoint-every=1"
+    proc = subprocess.run(
+        ["bash", "-c", hint + more], cwd=ROOT, env=_local_env(), capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first == (
+        f"Starting a new run from the weights of {policy} (update 7 of its run, running mean"
+        " -20.43), with a fresh RMSProp cache"
+    )
+    assert f"env {TOY.env}" in proc.stdout  # the policy's env; its batch size is not a setting
+    saved = load(run)
+    assert (saved.iteration, saved.episodes, saved.config.seed) == (1, 10, 1)
+    # One RMSProp step from the policy's float32 weights and a zero cache: the cache is the
+    # step's 0.01 * g**2, and the weights moved by 1e-4 * g / (sqrt(cache) + 1e-5).
+    start = load(policy, policy=True).weights
+    for k in ("W1", "W2"):
+        cache, step = saved.rmsprop_cache[k], saved.weights[k] - start[k]
+        g = np.sign(step) * np.sqrt(cache / 0.01)
+        np.testing.assert_allclose(step, 1e-4 * g / (np.sqrt(cache) + 1e-5), rtol=1e-6, atol=1e-12)
+    assert np.abs(saved.weights["W2"] - start["W2"]).max() > 0
+
+
+def test_start_from_is_refused_with_resume_and_for_a_bad_file(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit):
+        driver.main(["--resume", str(tmp_path), "--start-from", str(tmp_path)])
+    assert "--start-from: not with --resume" in capsys.readouterr().err
+    (tmp_path / "notes.txt").write_text("hello")
+    assert driver.main(["--start-from", str(tmp_path / "notes.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"driver.py: error: --start-from: {tmp_path / 'notes.txt'}: not a safetensors file"
+        " (5 bytes long)\n"
+    )

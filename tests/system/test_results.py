@@ -1,0 +1,120 @@
+"""The runs in results/ and the trained agent shipped in results/pong-v5 (see RESULTS.md)."""
+
+from __future__ import annotations
+
+import csv
+import re
+import shlex
+
+import pytest
+
+from pong.core.model import Model
+from pong.run import metrics
+from pong.run.checkpoint import load
+from pong.run.config import Config
+from pong.tools import compare
+from pong.tools.evaluate import play_games
+from tests.helpers import ROOT
+
+RUN = ROOT / "results" / "pong-v5"
+RUNS = sorted((ROOT / "results").glob("pong-v5*"))
+RESULTS_MD = (ROOT / "RESULTS.md").read_text()
+
+
+def _rows(path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[run.name for run in RUNS])
+def test_each_runs_updates_agree_with_its_games(run) -> None:
+    updates, episodes = _rows(run / "updates.csv"), _rows(run / "episodes.csv")
+    assert [int(row["update"]) for row in updates] == list(range(1, len(updates) + 1))
+    assert [int(row["episode"]) for row in episodes] == list(range(1, len(episodes) + 1))
+    running, steps, scores, after = None, 0, {}, {}
+    for row in episodes:  # in the order they arrived, as the trainer counted them
+        score, update = float(row["reward"]), int(row["update"])
+        running = score if running is None else 0.99 * running + 0.01 * score
+        steps += int(row["steps"])
+        scores.setdefault(update, []).append(score)
+        after[update] = running, steps
+    for row in updates:
+        update = int(row["update"])
+        batch = scores[update]
+        assert len(batch) == 10  # batch 10: the default
+        assert int(row["episodes"]) == 10 * update and int(row["steps"]) == after[update][1]
+        assert float(row["running_reward"]) == pytest.approx(after[update][0], abs=1e-9)
+        assert float(row["reward_mean"]) == pytest.approx(sum(batch) / 10)
+        assert (float(row["reward_min"]), float(row["reward_max"])) == (min(batch), max(batch))
+
+
+def _quoted_command(module: str) -> list[str]:
+    """The arguments of the ``python -m module`` command RESULTS.md shows."""
+    [line] = re.findall(rf"^\.venv/bin/python -m {module} (.*)$", RESULTS_MD, re.MULTILINE)
+    return shlex.split(line.split("#")[0])
+
+
+def test_results_md_quotes_the_table_the_committed_metrics_give(capsys, monkeypatch) -> None:
+    args = _quoted_command("pong.compare")
+    assert sorted(ROOT / arg for arg in args) == RUNS  # every run in results/, no other
+    monkeypatch.chdir(ROOT)  # the command as pasted in the repository
+    assert compare.main(args) == 0
+    table = capsys.readouterr().out
+    assert table.count("\n") == len(RUNS) + 2 + 2 * (len(RUNS) > 1)
+    assert table in RESULTS_MD
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[run.name for run in RUNS])
+def test_results_md_quotes_each_runs_summary(run) -> None:
+    assert "\n".join(metrics.summarize(run)) + "\n" in RESULTS_MD
+
+
+def test_the_shipped_policy_and_metrics_are_from_the_same_run() -> None:
+    policy = load(RUN / "policy.safetensors", policy=True)
+    assert (RUN / "policy.safetensors").stat().st_size < 10e6
+    assert policy.config == Config(seed=policy.config.seed)  # every setting at its default
+    updates = _rows(RUN / "updates.csv")
+    assert [int(r["update"]) for r in updates] == list(range(1, policy.iteration + 1))
+    assert int(updates[-1]["episodes"]) == policy.episodes
+    assert float(updates[-1]["running_reward"]) == pytest.approx(policy.running_reward)
+    assert len(_rows(RUN / "episodes.csv")) == policy.episodes
+
+
+GAME = re.compile(r"Game (\d+) \(seed (\d+)\): (won|lost) (\d+)-(\d+) in \d+ steps")
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[run.name for run in RUNS])
+def test_each_final_policy_played_the_20_fixed_game_seeds_as_results_md_says(run) -> None:
+    first, *games, last = (run / "evaluation.txt").read_text().splitlines()
+    updates = len(_rows(run / "updates.csv"))
+    assert first.startswith("Playing 20 games of ALE/Pong-v5 with the policy of ")
+    assert first.endswith(f"(update {updates}), seed 0")  # the run's final policy
+    matches = [GAME.fullmatch(line) for line in games]
+    assert all(matches) and [(int(m[1]), int(m[2])) for m in matches] == [
+        (i + 1, i) for i in range(20)
+    ]
+    scores = [int(m[4]) - int(m[5]) for m in matches]
+    mean = sum(scores) / 20
+    spread = (sum((x - mean) ** 2 for x in scores) / 20) ** 0.5
+    won = sum(m[3] == "won" for m in matches)
+    assert (
+        last == f"Mean score {mean:+.2f} (standard deviation {spread:.2f}) over 20 games; won {won}"
+    )
+    assert (
+        f"| results/{run.name} | {updates:,} | {mean:+.2f} ± {spread:.2f} | {won} of 20 |"
+        in RESULTS_MD
+    )
+
+
+@pytest.mark.ale
+def test_the_shipped_policy_plays_its_quoted_game_and_far_better_than_a_fresh_one() -> None:
+    shipped = load(RUN / "policy.safetensors", policy=True)
+    [(won, lost, steps)] = play_games(Model.from_weights(shipped.weights), "ALE/Pong-v5", 1, seed=0)
+    quoted = (RUN / "evaluation.txt").read_text().splitlines()[1]
+    assert (
+        quoted
+        == f"Game 1 (seed 0): {'won' if won > lost else 'lost'} {won}-{lost} in {steps} steps"
+    )
+    [(fresh_won, fresh_lost, _)] = play_games(Model(seed=0), "ALE/Pong-v5", 1, seed=0)
+    assert fresh_won - fresh_lost <= -18  # a fresh policy loses nearly every point
+    assert won - lost >= -12, (won, lost)  # the shipped one wins many (RESULTS.md)

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pong.run.checkpoint import FILENAME, save
+from pong.run.metrics import MetricsLog
+from pong.tools import plot
+from tests.run.test_checkpoint import make_checkpoint
+from tests.run.test_metrics import _episodes, _row
+
+
+def test_plot_writes_a_png_of_the_run(tmp_path) -> None:
+    log = MetricsLog(tmp_path)
+    for update in range(1, 6):
+        log.write(_row(update), _episodes(update))
+    log.close()
+    out = plot.plot_run(tmp_path)
+    assert out == tmp_path / "learning_curve.png"
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+@pytest.mark.parametrize("make", ["missing", "empty"])
+def test_plot_of_a_directory_without_metrics_is_one_line(tmp_path, make, capsys) -> None:
+    run = tmp_path / "run"
+    if make == "empty":
+        run.mkdir()
+        MetricsLog(run).close()  # headers, no rows
+    assert plot.main([str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(run) in err
+
+
+def test_an_output_where_no_png_can_go_is_one_line(tmp_path, capsys) -> None:
+    log = MetricsLog(tmp_path)
+    log.write(_row(1), _episodes(1))
+    log.close()
+    assert plot.main([str(tmp_path), "--output", str(tmp_path / "nodir" / "x.png")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No such file or directory" in err
+
+
+def test_several_runs_overlay_their_running_means_by_episode_and_by_hour(tmp_path) -> None:
+    runs = []
+    for name, seconds in (("a", 1800.0), ("b", 900.0)):
+        runs.append(tmp_path / name)
+        runs[-1].mkdir()
+        log = MetricsLog(runs[-1])
+        for update in range(1, 5):
+            row = _row(update) | {"seconds": seconds, "running_reward": -21.0 + update}
+            log.write(row, _episodes(update))
+        log.close()
+    assert plot.curve(runs[0]) == ([2, 4, 6, 8], [0.5, 1.0, 1.5, 2.0], [-20.0, -19.0, -18.0, -17.0])
+    assert plot.curve(runs[1])[1] == [0.25, 0.5, 0.75, 1.0]
+    out = tmp_path / "overlay.png"
+    assert plot.main([*map(str, runs), "--output", str(out)]) == 0
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_several_runs_without_an_output_is_one_line(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        plot.main([str(tmp_path / "a"), str(tmp_path / "b")])
+    assert exit_info.value.code == 2
+    assert (
+        capsys.readouterr().err
+        == "python -m pong.plot: error: several runs need --output FILE.png\n"
+    )
+
+
+@pytest.mark.parametrize("output", ["runs", "runs.pdf", ""])
+def test_an_output_that_is_not_a_png_is_refused(output, tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        plot.main([str(tmp_path), "--output", output])
+    assert exit_info.value.code == 2
+    assert (
+        f"argument --output: only .png files are written, got {output!r}" in capsys.readouterr().err
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_given_twice_is_one_line(tmp_path, capsys) -> None:
+    assert plot.main([str(tmp_path), f"{tmp_path}/.", "--output", str(tmp_path / "x.png")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_weights_draws_the_policy_s_w1_beside_a_file_or_in_a_run_dir(tmp_path, capsys) -> None:
+    from PIL import Image
+
+    from pong.run.checkpoint import FILENAME, load, save
+    from pong.tools.weights import picture
+    from tests.run.test_checkpoint import make_checkpoint
+
+    run = tmp_path / "run"
+    run.mkdir()
+    save(run / FILENAME, make_checkpoint())
+    assert plot.main(["--weights", str(run)]) == 0
+    assert capsys.readouterr().out == f"{run / 'weights.png'}\n"
+    drawn = np.asarray(Image.open(run / "weights.png"))
+    np.testing.assert_array_equal(drawn, picture(load(run).weights["W1"]))
+    assert plot.main(["--weights", str(run / FILENAME)]) == 0
+    assert (run / "checkpoint-weights.png").read_bytes() == (run / "weights.png").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [([], "give either run directories or --weights PATH"), (["--weights", "{tmp}"], "no such")],
+)
+def test_weights_mistakes_are_one_line(argv, message, tmp_path, capsys) -> None:
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    try:
+        code = plot.main(argv)
+    except SystemExit as e:
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith("python -m pong.plot: error:") and message in err
+
+
+@pytest.mark.parametrize("name", ["learning_curve.png", "weights.png"])
+def test_a_link_planted_at_a_default_output_in_the_run_is_one_line(tmp_path, name, capsys) -> None:
+    (tmp_path / "run").mkdir()
+    log = MetricsLog(tmp_path / "run")
+    log.write(_row(1), _episodes(1))
+    log.close()
+    save(tmp_path / "run" / FILENAME, make_checkpoint())
+    victim = tmp_path / "precious.png"
+    victim.write_bytes(b"mine")
+    (tmp_path / "run" / name).symlink_to(victim)
+    argv = (
+        [str(tmp_path / "run")]
+        if name == "learning_curve.png"
+        else ["--weights", str(tmp_path / "run")]
+    )
+    assert plot.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{tmp_path / 'run' / name}: a symbolic link; refusing" in err
+    assert victim.read_bytes() == b"mine" and (tmp_path / "run" / name).is_symlink()
