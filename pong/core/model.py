@@ -197,16 +197,9 @@ class Model:
         ``G`` is built a block of steps at a time, as ``dh.T @ epx`` over the few
         hundred pixels that changed in the block: never the (T, D) matrix.
 
-        Args:
-            offsets: (T + 1,) int, starting at 0.
-            indices: (N,) int pixel indices.
-            values: (N,) int or float values, -1 or +1.
-            active: (T, 25) uint8, ``np.packbits(h > 0)`` of each step's hidden state.
-            epdlogp: (T,) advantage-scaled gradients w.r.t. the logit.
-
-        Returns:
-            The gradient; ``.dense()`` equals ``policy_backward`` on the dense
-            episode up to rounding.
+        Takes ``offsets`` (T + 1,) from 0, ``indices`` and ``values`` (N,) (-1 or +1),
+        ``active`` (T, 25) uint8 (``np.packbits(h > 0)`` per step) and ``epdlogp`` (T,);
+        returns a gradient whose ``.dense()`` is ``policy_backward``'s up to rounding.
         """
         W1, W2 = self.weights["W1"], self.weights["W2"]
         epdlogp = np.asarray(epdlogp, dtype=np.float64).ravel()

@@ -112,6 +112,22 @@ def _check_address(address: str) -> None:
         raise ClusterError(f"no Ray cluster answers at {address}: {reason}") from None
 
 
+def _checked(address: str) -> str:
+    """``address`` (``auto`` resolved) once something answers there, else ``ClusterError``."""
+    if address != "auto":
+        _check_address(address)
+        return address
+    address = _recorded_address()
+    try:
+        _check_address(address)
+    except ClusterError as e:  # a head that stopped leaves its address file behind
+        raise ClusterError(
+            f"{e} (--address=auto: the cluster last started here with `ray start`;"
+            " start it again, or give a live HOST:PORT)"
+        ) from None
+    return address
+
+
 def _raise_for(address: str, error: BaseException | None) -> None:
     """Turn what Ray raised while joining ``address`` into a one-line ``ClusterError``."""
     if error is None:
@@ -157,17 +173,8 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
         logging.ERROR
     )
-    if address == "auto":
-        address = _recorded_address()
-        try:
-            _check_address(address)
-        except ClusterError as e:  # a head that stopped leaves its address file behind
-            raise ClusterError(
-                f"{e} (--address=auto: the cluster last started here with `ray start`;"
-                " start it again, or give a live HOST:PORT)"
-            ) from None
-    elif address is not None:
-        _check_address(address)
+    if address is not None:
+        address = _checked(address)
     else:
         local_ray_settings()
     # Ray's blocking calls (ray.wait, ray.get) run Python's signal handlers this often:

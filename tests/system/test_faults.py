@@ -118,9 +118,7 @@ FUTEX = {"x86_64": "202", "aarch64": "98"}.get(platform.machine())  # its system
 
 def waits_on_games(driver: subprocess.Popen) -> bool:
     """Whether every worker of ``driver`` is playing its game and the driver's main thread is
-    blocked (on a futex, as in ``ray.wait``), not inside an object-store call: a raylet that
-    dies during one (a few milliseconds of an update) has Ray's own code end the driver at
-    once, as README says."""
+    blocked (on a futex, as in ``ray.wait``): the kill lands mid-update, not mid-save."""
     titles = [title for pid, title in processes() if pid in worker_pids(driver)]
     if not titles or not all(t.startswith(b"ray::RolloutWorker.compute_gradient") for t in titles):
         return False
@@ -130,20 +128,37 @@ def waits_on_games(driver: subprocess.Popen) -> bool:
         return True  # cannot tell
 
 
-@pytest.mark.parametrize(("process", "name"), [("raylet", "raylet"), ("gcs_server", "GCS")])
-def test_when_its_own_ray_dies_the_driver_stops_saved_with_one_line_and_ends_that_ray(
-    process, name, tmp_path
-) -> None:
-    """Without a watchdog Ray ends the driver itself, about 15 s after its raylet died or 60 s
-    after its GCS did, with exit status 1, Ray's lines, nothing saved and agents left running."""
+AGENTS = (b"ray::DashboardAgent", b"ray::RuntimeEnvAgent")  # Ray ends them itself, in ~65 s
+
+
+def lingering(ours: dict[int, int | None], private: Path, seconds: float = 20) -> list[bytes]:
+    """The titles of that Ray's processes, other than its two agents, still running after up to
+    ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = {pid for pid, start in ours.items() if start is not None and started(pid) == start}
+        left |= {pid for pid, cmd in processes() if str(private).encode() in cmd and started(pid)}
+        titles = [title for pid, title in processes() if pid in left]
+        titles = [title for title in titles if not title.startswith(AGENTS)]
+        if not titles or time.monotonic() > deadline:
+            return titles
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("process", ["raylet", "gcs_server"])
+def test_when_its_own_ray_dies_the_run_keeps_every_update_it_printed(process, tmp_path) -> None:
+    """Ray ends the driver itself: about 15 s after its raylet died, or once it gives up on
+    its GCS (60 s by default; 5 s here, by Ray's own setting). What that costs is bounded by
+    the checkpoints: here every update's, so the run resumes from the last one printed."""
     private = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # this Ray's files, and only its
     env = {
         **{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
         "RAY_TMPDIR": str(private),
+        "RAY_gcs_rpc_server_reconnect_timeout_s": "5",
     }
     out, run = tmp_path / "out.txt", tmp_path / "run"
-    args = ["--num-cpus=2", "--batch-size=2", "--checkpoint-every=100", f"--run-dir={run}"]
-    proc = start_driver(args, out, env=env)  # so only the stop can save the run
+    args = ["--num-cpus=2", "--batch-size=2", "--checkpoint-every=1", f"--run-dir={run}"]
+    proc = start_driver(args, out, env=env)
     try:
         wait_for(lambda: "Batch 2 " in out.read_text(), proc)
         ours = {pid: started(pid) for pid in descendants({proc.pid}, parents())}
@@ -157,49 +172,40 @@ def test_when_its_own_ray_dies_the_driver_stops_saved_with_one_line_and_ends_tha
             time.sleep(0.001)
         os.kill(target, signal.SIGKILL)
         killed = time.monotonic()
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=90)
         took = time.monotonic() - killed
-        left = [pid for pid, start in ours.items() if start is not None and started(pid) == start]
-        left += [pid for pid, cmd in processes() if str(private).encode() in cmd and started(pid)]
+        left = lingering(ours, private)
     finally:
         proc.kill()
         stop_processes_of(private)
         shutil.rmtree(private, ignore_errors=True)
-    assert proc.returncode == 1, err
-    assert took < 10, took  # Ray's own end comes after 15 s (a raylet) or 60 s (a GCS)
+    assert proc.returncode != 0 and took < 30, (proc.returncode, took, err)
+    assert "Traceback" not in err
     printed = [int(m[1]) for m in map(BATCH_LINE.match, out.read_text().splitlines()) if m]
-    [line] = err.splitlines()  # and no traceback
-    assert line == (
-        f"driver.py: error: the local Ray's {name} (pid {target}) died; the last finished update"
-        f" ({printed[-1]}) is saved in {run}/checkpoint.safetensors"
-    )
-    assert load(run).iteration == printed[-1]  # every update it printed, none it did not
-    assert out.read_text().splitlines()[-1].startswith(f"Done: {printed[-1]} updates")
+    assert load(run).iteration in (printed[-1], printed[-1] + 1)  # saved before it is printed
     assert left == [], "processes of the driver's Ray outlived it"
 
 
 @pytest.mark.ray
-def test_a_driver_killed_outright_leaves_nothing_of_its_ray_running(tmp_path) -> None:
-    """``kill -9`` (or Ray's own code ending the driver at once) leaves no line and no save,
-    and before pong.guard it left that Ray's two agents running for good."""
+def test_a_driver_killed_outright_loses_at_most_the_updates_since_its_last_save(tmp_path) -> None:
+    """``kill -9`` leaves no line; the checkpoint holds an update at most
+    ``--checkpoint-every`` old, and Ray's own processes end by themselves (its two agents
+    about 65 s later; docs/faults.md)."""
     out, run = tmp_path / "out.txt", tmp_path / "run"
-    args = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--run-dir={run}"]
+    args = ["--env=PongToy/Catch-v0", "--batch-size=2", "--checkpoint-every=3", f"--run-dir={run}"]
     proc, ours = start_driver(args, out), {}
     try:
-        wait_for(lambda: "Batch 2 " in out.read_text(), proc)
+        wait_for(lambda: "Batch 4 " in out.read_text(), proc)
         ours = {pid: started(pid) for pid in descendants({proc.pid}, parents())}
         os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=60)  # its stderr is closed once the guard is done too
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            left = [pid for pid, start in ours.items() if start and started(pid) == start]
-            if not left:
-                break
-            time.sleep(0.2)
+        proc.communicate(timeout=60)
+        printed = [int(m[1]) for m in map(BATCH_LINE.match, out.read_text().splitlines()) if m]
+        left = lingering(ours, Path("/nonexistent"))
     finally:
         proc.kill()
         for pid, start in ours.items():  # only those the driver had started
             if start and started(pid) == start:
                 os.kill(pid, signal.SIGKILL)
-    assert len(ours) >= 5  # the GCS, the raylet, its agents and workers, the guard
+    assert len(ours) >= 4  # the GCS, the raylet, its agents and workers
+    assert printed[-1] - 3 < load(run).iteration <= printed[-1] + 1
     assert left == [], "processes of the killed driver's Ray outlived it"
