@@ -172,9 +172,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         address = resolve_address(args.address)
         options = fill(args, Options)
         run = prepare(args, options)
-        run.open()  # the run directory is ours before Ray starts
+        if run.directory.exists():  # ours before Ray starts (a new one is made once it has)
+            run.open()
         try:
             connect(address, args.num_cpus)
+            if run.dir is None:  # so a Ray that ends this process as it starts leaves none
+                run.open()
             announce(run, options, cluster_summary(address))
             train(run, options, stops, address)
         finally:

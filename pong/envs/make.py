@@ -8,27 +8,20 @@ from collections.abc import Callable
 
 import gymnasium as gym
 
+from pong.envs import toy
 from pong.envs.seeded_reset import SeededReset
 
 __all__ = ["DEFAULT_ENV", "PONG_ENVS", "check_env", "check_id", "env_maker", "make_env"]
 
 DEFAULT_ENV = "ALE/Pong-v5"  # frameskip 4, sticky actions 0.25
 # What this program plays: ale-py's Pong ids (Pong-v0 is the 2016 program's) and our toy.
-PONG_ENVS = (
-    DEFAULT_ENV,
-    "Pong-v0",
-    "Pong-v4",
-    "PongNoFrameskip-v0",
-    "PongNoFrameskip-v4",
-    "PongToy/Catch-v0",
-)
+_OLDER = ("Pong-v0", "Pong-v4", "PongNoFrameskip-v0", "PongNoFrameskip-v4")
+PONG_ENVS = (DEFAULT_ENV, *_OLDER, toy.ENV_ID)
 
 
 def _register() -> None:
     """Register ale-py's envs (Gymnasium 1.x no longer discovers plugins) and our toy."""
     import ale_py
-
-    from pong.envs import toy
 
     # One banner per worker process says nothing a user needs.
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
@@ -37,14 +30,10 @@ def _register() -> None:
 
 
 def check_id(env_id: str) -> None:
-    """Refuse an id this program does not play, before anything is imported or made.
+    """A ``ValueError`` for an id outside ``PONG_ENVS``, before anything is imported or made.
 
-    Ids come from flags and from checkpoints, which are shared: Gymnasium would
-    import the module named before a ``:`` in an id, so an id is only ever
-    compared with ``PONG_ENVS``.
-
-    Raises:
-        ValueError: naming the id and the ids this program plays.
+    Ids come from flags and from shared checkpoints, and Gymnasium would import the
+    module named before a ``:`` in an id: an id is only ever compared with ``PONG_ENVS``.
     """
     if env_id in PONG_ENVS:
         return
@@ -57,15 +46,8 @@ def check_id(env_id: str) -> None:
 
 
 def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:
-    """Create the env ``env_id``, one of ``PONG_ENVS``.
-
-    An Atari env comes wrapped in ``pong.envs.seeded_reset.SeededReset``: every game is
-    seeded, and after its first (two ROM loads, its check) a seeded reset skips
-    reloading the ROM.
-
-    Raises:
-        ValueError: an id outside ``PONG_ENVS``.
-    """
+    """The env ``env_id``, one of ``PONG_ENVS`` (else a ``ValueError``); an Atari env wrapped
+    in ``SeededReset``, whose seeded resets after the first skip reloading the ROM."""
     check_id(env_id)
     _register()
     with warnings.catch_warnings():

@@ -1,26 +1,17 @@
 """A seeded reset of an ale-py env without reloading the ROM: the same state, far sooner.
 
-Every game of a run is seeded (``pong.core.worker.game_seed``), so that it is the
-same game whichever worker plays it. ale-py's ``reset(seed=s)`` reloads the ROM
-for that, so that ALE's random generator (the one that draws sticky actions)
-starts from ``s``: a worker would pay a ROM load, many times an unseeded
-reset's cost, for every game (``benchmarks/README.md`` has the figures).
-
-After a seeded reset the emulator's state is the same for every seed but for
-that generator (so it was in every seed tried; the check below tries it
-again), a standard mt19937 seeded with a number ale-py derives from ``s``,
-which ALE saves last in the emulator's part of its state, as text (its 624
-words and its position). ``SeededReset`` resets without a seed, then
-restores the state a seeded reset once left, with the generator's words for
-``s`` written in, and seeds the env's own generator (random frameskips) as
-``reset(seed=s)`` does.
-
-It relies on that only once it has seen it hold: its first seeded reset, to
-``s``, is made both ways, the template coming from ale-py's reset to another
-seed, and ale-py's state, observation and info are compared with the quick
-way's. Only if they are equal are later seeded resets made the quick way;
-otherwise (an ale-py that saves or restores its state another way) every
-seeded reset stays ale-py's own.
+Every game of a run is seeded (``pong.core.worker.game_seed``), so that any worker
+plays it the same; ale-py's ``reset(seed=s)`` reloads the ROM for that, to restart
+ALE's random generator (sticky actions) from ``s``, at many times an unseeded
+reset's cost (``benchmarks/README.md``). After a seeded reset the emulator's state
+is the same for every seed tried but for that generator: a standard mt19937 seeded
+with a number ale-py derives from ``s``, saved last in the emulator's part of the
+state as text (624 words and a position). ``SeededReset`` resets without a seed,
+restores that state with the generator's words for ``s`` written in, and seeds the
+env's own generator (random frameskips) as ``reset(seed=s)`` does. It does so only
+once it has seen it hold: its first seeded reset is made both ways and ale-py's
+state, observation and info compared; if they differ, every seeded reset stays
+ale-py's own.
 """
 
 from __future__ import annotations
@@ -35,14 +26,14 @@ import numpy as np
 __all__ = ["SeededReset", "Template", "mt19937_text"]
 
 INT = struct.Struct("<i")  # ALE's serializer writes an int as 4 little-endian bytes
+Reset = tuple[np.ndarray, dict[str, Any]]
 HEADER = 6 * INT.size  # ALEState: paddles, frame numbers, mode, difficulty, then the emulator
 TRAILER = 2 * INT.size  # then the paddles' limits
 
 
 def mt19937_text(seed: int) -> bytes:
-    """``std::mt19937(seed)`` as C++'s ``operator<<`` writes it: 624 words, then its position.
-
-    The standard's seeding recurrence; numpy's legacy ``RandomState(seed)`` uses it too.
+    """``std::mt19937(seed)`` as C++'s ``operator<<`` writes it: 624 words, then its position
+    (the standard's seeding recurrence, as numpy's legacy ``RandomState(seed)``'s).
 
     Example:
         >>> words = mt19937_text(5489).split()
@@ -57,11 +48,9 @@ def mt19937_text(seed: int) -> bytes:
 
 
 class Template(NamedTuple):
-    """A seeded reset's saved state (``ALEState.serialize``), cut around its generator.
-
-    ``header``, then the emulator's state (``before_rng``, then the generator as a
-    length-prefixed string), length-prefixed, then ``trailer``.
-    """
+    """A seeded reset's saved state (``ALEState.serialize``) cut around its generator:
+    ``header``, the emulator's state, length-prefixed (``before_rng``, then the generator
+    as a length-prefixed string), then ``trailer``."""
 
     header: bytes
     before_rng: bytes
@@ -89,40 +78,26 @@ class Template(NamedTuple):
 
 
 class SeededReset(gym.Wrapper):
-    """An ale-py ``AtariEnv`` whose ``reset(seed=...)`` restores a state instead of loading
-    the ROM, once it has checked that this gives ale-py's reset exactly.
-
-    For an env as ``gymnasium.make`` returns it (nothing but its API checks
-    between this and the ``AtariEnv``). ALE settings changed after the first
-    seeded reset are not re-applied, as a ROM load would.
-
-    Args:
-        env: an ale-py env, as ``gymnasium.make`` returns it.
-    """
+    """An ale-py env, as ``gymnasium.make`` returns it, whose ``reset(seed=...)`` restores a
+    state instead of loading the ROM, once it has checked that this gives ale-py's reset
+    exactly. ALE settings changed after the first seeded reset are not re-applied."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         self.template: Template | None = None  # another seed's state, cut
         self.quick: bool | None = None  # restoring gave ale-py's reset (None: not yet tried)
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
         if seed is not None and self.quick is None:
             return self._check(seed, options)
         if seed is not None and self.quick:
             return self._restore(seed, options)
         return self.env.reset(seed=seed, options=options)
 
-    def _check(
-        self, seed: int, options: dict[str, Any] | None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """``reset(seed=seed)`` the quick way and ale-py's way, compared; ale-py's is kept.
-
-        The template comes from a seed whose ALE seed lies on the other side of
-        2**31 from ``seed``'s, so that both readings of it, signed and unsigned,
-        are checked.
-        """
+    def _check(self, seed: int, options: dict[str, Any] | None) -> Reset:
+        """``reset(seed=seed)`` the quick way and ale-py's way, compared; ale-py's is kept. The
+        template's seed has its ALE seed on the other side of 2**31 from ``seed``'s, so that
+        both readings of it, signed and unsigned, are checked."""
         atari = self.env.unwrapped
         gym.Env.reset(atari, seed=seed)  # a seed ale-py refuses is refused before anything
         other = next(s for s in itertools.count() if _high(s) != _high(seed))
@@ -142,9 +117,7 @@ class SeededReset(gym.Wrapper):
         )
         return observation, info
 
-    def _restore(
-        self, seed: int, options: dict[str, Any] | None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
+    def _restore(self, seed: int, options: dict[str, Any] | None) -> Reset:
         """``reset(seed=seed)`` as the emulator's unseeded reset and a restored state."""
         import ale_py
 

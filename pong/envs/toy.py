@@ -1,16 +1,13 @@
 """A toy env with Pong's frames, actions and rewards, that a policy learns in a minute.
 
 ``PongToy/Catch-v0``: a ball falls from a random column toward a paddle in the
-middle of the bottom row; action 2 pushes the ball one step left as it falls,
-action 3 one step right. A point is +1 when the ball lands on the paddle, -1
-when it misses; a game is ``points`` balls. The right action depends only on
-which side of the paddle the ball is, so a correct learner finds it within a
-few hundred games, and a broken one (gradient sign flipped, preprocessing or
-update broken) does not. Frames are 210 x 160 x 3 uint8 in Pong's background colour,
-with objects drawn on the pixels that preprocessing keeps, so the real
-preprocessing, model and update see exactly the kind of input Pong gives them
-(a few +-1 entries in the difference frame). A random policy catches about one
-ball in six; steering toward the paddle catches them all.
+middle of the bottom row; actions 2 and 3 push it a step left or right as it falls.
+A point is +1 when it lands on the paddle, -1 when it misses; a game is ``points``
+balls. A correct learner finds the right action (by the ball's side of the paddle)
+within a few hundred games; a broken one (gradient sign, preprocessing, update)
+does not. Frames are Pong's (210 x 160 x 3 uint8, its background colour, objects on
+the pixels preprocessing keeps), so the real preprocessing, model and update see
+Pong's kind of input. A random policy catches about one ball in six.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """TensorBoard event files beside the CSVs: ``tensorboard --logdir runs`` shows every run.
 
-The tags are CleanRL's, so its users see the curves they know, and the x axis
-is theirs too: env steps so far (``global_step``).
-
-- ``charts/episodic_return``, ``charts/episodic_length``: each game, at the
-  step it ended.
-- ``charts/SPS``: env steps per second of the update.
-- ``charts/running_reward``: the running mean the driver prints.
-- ``charts/update_seconds``: the update's wall time.
-
-Events are written and flushed with each update, in this thread, so a full
-disk is an ``OSError`` here like any other file's. A resumed run starts its
-file with TensorBoard's restart marker at the step after its checkpoint: the
-events a killed run wrote after that step are hidden, so each step shows once.
-The CSVs stay the run's record; these files are for watching.
+The tags are CleanRL's, over its x axis (env steps so far): ``charts/episodic_return``
+and ``charts/episodic_length`` (each game, at the step it ended), ``charts/SPS``,
+``charts/running_reward`` and ``charts/update_seconds`` (each update). Events are
+written and flushed with each update, in this thread: a full disk is an ``OSError``
+here like any other file's. A resumed run's file starts with TensorBoard's restart
+marker at the step after its checkpoint, which hides what a killed run wrote past
+it. The CSVs stay the run's record; these files are for watching.
 """
 
 from __future__ import annotations
@@ -53,13 +46,8 @@ class Board:
             self._file = create_new(run_dir / name)
         self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
         if resumed_at_step is not None:  # hide what a killed run logged past its checkpoint
-            self._write(
-                Event(
-                    wall_time=time.time(),
-                    step=resumed_at_step + 1,
-                    session_log=SessionLog(status=SessionLog.START),
-                )
-            )
+            restart = SessionLog(status=SessionLog.START)
+            self._write(Event(wall_time=time.time(), step=resumed_at_step + 1, session_log=restart))
 
     def record(self, update: Update, trainer: Trainer) -> None:
         """The scalars of the update ``trainer`` just made, flushed."""
@@ -95,5 +83,4 @@ class Board:
         self._file.write(header + crcs[0] + data + crcs[1])
 
     def _scalar(self, tag: str, value: float, step: int) -> None:
-        event = Event(wall_time=time.time(), step=step, summary=scalar(tag, float(value)))
-        self._write(event)
+        self._write(Event(wall_time=time.time(), step=step, summary=scalar(tag, float(value))))

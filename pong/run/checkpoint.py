@@ -1,24 +1,17 @@
 """Checkpoints and policy files: a run's state, or a trained policy, as safetensors.
 
-A *checkpoint* (``checkpoint.safetensors`` in a run directory) holds what a run
-needs to continue: the weights ``W1`` (H, D) and ``W2`` (H,) and their RMSProp
-caches ``cache_W1`` and ``cache_W2``, float64. A *policy file* (``save_policy``)
-is the small form for sharing a trained agent: ``W1`` and ``W2`` alone, float32
-(5 MB instead of 20; rounding moves a weight by at most 6e-8 of itself). In
-both, the header's metadata (text values, as the format requires) holds the
-format, the counters, the running means, the seed and the run's settings. Both
-open wherever safetensors does: ``safetensors.numpy.load_file``, PyTorch, JAX,
-Rust.
+A *checkpoint* (``checkpoint.safetensors`` in a run directory) holds the float64
+weights ``W1`` (H, D), ``W2`` (H,) and their RMSProp caches ``cache_W1``,
+``cache_W2``; a *policy file* (``save_policy``), for sharing, the weights alone as
+float32 (5 MB, not 20; each moved by at most 6e-8 of itself). The metadata (texts)
+holds the format, counters, running means, seed and settings. Any safetensors
+reader opens both.
 
-Every file read is treated as hostile, since policy files are made to be
-shared: ``load`` opens it without following a link or blocking, refuses
-anything but a regular file of at most ``MAX_BYTES``, checks the 8-byte header
-length against the file's size and ``MAX_HEADER_BYTES`` before it reads the
-rest, and lets safetensors parse it (offsets, dtypes, shapes). Then its own
-checks: exactly the tensors expected, their dtypes and shapes, finite values,
-metadata of bounded size, each setting checked as its flag is, the env id as
-data. Each refusal is a ``CheckpointError`` of one line naming the file. Files
-are written whole or not at all (``pong.run.files.atomic_write``).
+Every file read is hostile: ``load`` reads only a regular file of at most
+``MAX_BYTES``, no link followed, its header length checked before the rest is
+read; safetensors parses it; then exactly the tensors, dtypes and shapes
+expected, finite values, bounded metadata, each setting checked as its flag is.
+Each refusal is a ``CheckpointError`` of one line naming the file.
 """
 
 from __future__ import annotations
@@ -95,24 +88,20 @@ def encode(checkpoint: Checkpoint, *, policy: bool = False) -> bytes:
 
 def _encoded(checkpoint: Checkpoint, policy: bool) -> tuple[bytes, memoryview]:
     """``encode``'s bytes in two pieces: the header, and the tensors' data."""
-    if policy:
-        tensors = {k: checkpoint.weights[k].astype(np.float32, order="C") for k in POLICY_SHAPES}
-    else:
-        tensors = {
-            **checkpoint.weights,
-            **{f"cache_{k}": v for k, v in checkpoint.rmsprop_cache.items()},
-        }
-        # safetensors writes an array's memory as it lies: W1 is column-major here
-        tensors = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}
+    tensors = {k: checkpoint.weights[k] for k in POLICY_SHAPES}
+    if not policy:
+        tensors |= {f"cache_{k}": v for k, v in checkpoint.rmsprop_cache.items()}
+    # safetensors writes an array's memory as it lies: W1 is column-major here
+    dtype = np.float32 if policy else np.float64
+    tensors = {k: np.ascontiguousarray(v, dtype=dtype) for k, v in tensors.items()}
     return _in_order(safetensors.numpy.save(tensors, metadata(checkpoint, policy)))
 
 
 def _in_order(data: bytes) -> tuple[bytes, memoryview]:
-    """``data`` with its header's metadata in sorted order, so that one state is one file:
-    the new header, and the tensors' bytes as they were (not copied).
+    """``data``'s header with its metadata sorted, and its tensors' bytes (not copied).
 
     safetensors writes the metadata in its hash map's order, which changes from
-    process to process; the same entries in another order are the same length.
+    process to process: sorted, one state is one file, of the same length.
     """
     length = int.from_bytes(data[:8], "little")
     header = json.loads(data[8 : 8 + length])
@@ -128,7 +117,7 @@ def _in_order(data: bytes) -> tuple[bytes, memoryview]:
 
 
 def metadata(checkpoint: Checkpoint, policy: bool = False) -> dict[str, str]:
-    """The header's metadata: every value a text; floats as ``repr``, which reads back exactly."""
+    """The header's metadata, every value a text (``as_text``)."""
     values: dict[str, object] = {
         "format": POLICY_FORMAT if policy else FORMAT,
         **{name: getattr(checkpoint, name) for name in (*COUNTERS, *MEANS)},
@@ -151,12 +140,9 @@ def save(
     replace: bool = True,
     dir_fd: int | None = None,
 ) -> int:
-    """Write ``encode(checkpoint, policy=policy)`` to ``path`` atomically (temporary file,
-    fsync, rename); its size in bytes. ``dir_fd``: as ``pong.run.files.atomic_write``'s.
-
-    Raises:
-        FileExistsError: ``replace`` is false and ``path`` exists (the file is untouched).
-    """
+    """Write ``encode(checkpoint, policy=policy)`` to ``path`` with ``atomic_write``, which
+    ``replace`` (if false, ``FileExistsError`` when ``path`` exists) and ``dir_fd`` go to;
+    its size in bytes."""
     header, tensors = _encoded(checkpoint, policy)  # written as two pieces: no 20 MB join
     with atomic_write(path, "wb", replace=replace, dir_fd=dir_fd) as f:
         f.write(header)
@@ -165,25 +151,14 @@ def save(
 
 
 def save_policy(path: str | os.PathLike, checkpoint: Checkpoint, *, replace: bool = True) -> int:
-    """Write ``checkpoint``'s weights alone, as float32, atomically; its size in bytes.
-
-    Raises:
-        FileExistsError: ``replace`` is false and ``path`` exists (the file is untouched).
-    """
+    """``save`` of ``checkpoint``'s weights alone, as float32."""
     return save(path, checkpoint, policy=True, replace=replace)
 
 
 def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
-    """Read a checkpoint written by ``save``; with ``policy``, a policy file too.
-
-    ``path`` may also be a run directory holding ``checkpoint.safetensors``. Weights
-    come back as float64, W1 column-major, whichever file they came from.
-
-    Raises:
-        CheckpointError: missing, unreadable, truncated or damaged file, a link,
-            a FIFO or other special file, one too large, not a checkpoint, a policy
-            file where a checkpoint is needed, or one of an earlier version.
-    """
+    """The checkpoint ``save`` wrote in ``path`` (or its run directory); with ``policy``, a
+    policy file too. Weights come back as float64, W1 column-major. A ``CheckpointError``
+    of one line if there is no such file, or it cannot be read or used."""
     path = Path(path)
     path = path / FILENAME if path.is_dir() else path  # a run directory, or a link to one
     try:
@@ -235,11 +210,8 @@ def _old_hint(path: Path) -> str:
 
 
 def decode(data: bytes, path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
-    """The checkpoint in ``data``, a safetensors file's bytes (``path`` names it in errors).
-
-    Raises:
-        CheckpointError: as ``load``.
-    """
+    """The checkpoint in ``data``, a safetensors file's bytes (``path`` names it in errors);
+    a ``CheckpointError`` as ``load``'s."""
     try:
         tensors = safetensors.numpy.load(data)
     except KeyError as e:  # a dtype safetensors knows and NumPy has not (BF16, F8_*)
@@ -262,7 +234,6 @@ def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
 
 def _metadata(path: str | os.PathLike, header: bytes) -> dict[str, str]:
     """The header's ``__metadata__``: at most ``MAX_ENTRIES`` texts of ``MAX_TEXT`` characters."""
-
     try:
         meta = json.loads(header, object_pairs_hook=unique).get("__metadata__")
     except (ValueError, RecursionError, AttributeError) as e:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import signal
 import socket
 import warnings
@@ -90,6 +91,19 @@ def _recorded_address() -> str:
     return recorded
 
 
+def _check_file_limit() -> None:
+    """Refuse a file size limit (``ulimit -f``) that a local Ray's object store cannot start
+    under: Ray would retry for 30 s and fail without naming it."""
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    store = 0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # Ray's default
+    if limit != resource.RLIM_INFINITY and limit < store:
+        raise ClusterError(
+            f"the file size limit (ulimit -f) is {limit // 1024:,} KB, and a local Ray keeps its"
+            f" object store in a file of {store / 2**30:.1f} GB; raise it (ulimit -f unlimited)"
+            " or join a cluster with --address"
+        )
+
+
 def _split(address: str) -> tuple[str, int] | None:
     """``"HOST:PORT"`` -> ``(HOST, PORT)``; ``None`` for forms Ray resolves itself ("auto")."""
     if address == "auto" or "://" in address:
@@ -128,25 +142,24 @@ def _checked(address: str) -> str:
     return address
 
 
-def _raise_for(address: str, error: BaseException | None) -> None:
-    """Turn what Ray raised while joining ``address`` into a one-line ``ClusterError``."""
-    if error is None:
-        return
-    text = str(error)
+def _raise_for(address: str, error: BaseException) -> None:
+    """Turn what Ray raised while joining ``address`` into a one-line ``ClusterError``.
+
+    Ray reports a missing or refused token only on stderr (its own lines, before ours);
+    what it raises is a plain ``ConnectionError``, so the line says what to check.
+    """
     token_mode = os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
-    auth_error = getattr(ray.exceptions, "AuthenticationError", ())  # Ray >= 2.5x
-    if isinstance(error, auth_error) or "Unauthenticated" in text:
-        if "no authentication token was found" in text:
-            raise ClusterError(f"RAY_AUTH_MODE=token is set but no token was found: {TOKEN_HELP}")
-        if token_mode:
-            raise ClusterError(
-                f"the Ray cluster at {address} refused this machine's token: use the head"
-                " node's ~/.ray/auth_token (or RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH)"
-            )
-        raise ClusterError(
-            f"the Ray cluster at {address} requires token authentication: {TOKEN_HELP}"
+    if token_mode and "no authentication token was found" in str(error):
+        raise ClusterError(f"RAY_AUTH_MODE=token is set but no token was found: {TOKEN_HELP}")
+    line = f"could not join the Ray cluster at {address}: {first_line(error)}"
+    if isinstance(error, ConnectionError):  # something answered there: maybe a token problem
+        check = (
+            "that this machine's token is the head node's ~/.ray/auth_token"
+            if token_mode
+            else TOKEN_HELP
         )
-    raise ClusterError(f"could not join the Ray cluster at {address}: {first_line(error)}")
+        line += f"; if the cluster uses token authentication, {check}"
+    raise ClusterError(line)
 
 
 def first_line(error: BaseException) -> str:
@@ -176,6 +189,7 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
     if address is not None:
         address = _checked(address)
     else:
+        _check_file_limit()
         local_ray_settings()
     # Ray's blocking calls (ray.wait, ray.get) run Python's signal handlers this often:
     # a stop (Ctrl-C, SIGTERM) takes 0.1 s instead of Ray's default 1 s.

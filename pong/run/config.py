@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,19 +53,12 @@ def _short(text: str) -> str:
     return repr(text) if len(text) <= 60 else f"{text[:50]!r}... ({len(text):,} characters)"
 
 
-def positive_int(text: str) -> int:
-    """A count such as a number of updates: an integer of at least 1."""
-    return integer(text, 1, "a positive integer")
-
-
 MAX_BATCH = 100_000  # games per update: 300 took Ray's example 11 nodes of 18 cores
-
-
-def batch_count(text: str) -> int:
-    """Games per update: an integer from 1 to ``MAX_BATCH``."""
-    return integer(text, 1, "a positive integer", MAX_BATCH)
-
-
+MAX_SEED = 2**128 - 1  # NumPy's SeedSequence takes any size; 128 bits is all its entropy
+positive_int = partial(integer, least=1, what="a positive integer")  # a count, such as updates
+non_negative_int = partial(integer, least=0, what="a non-negative integer")
+batch_count = partial(integer, least=1, what="a positive integer", most=MAX_BATCH)
+seed_number = partial(integer, least=0, what="a non-negative integer", most=MAX_SEED)
 CPU_FACTOR = 64  # --num-cpus above this many times the machine's CPUs is surely a slip
 
 
@@ -78,37 +73,26 @@ def local_cpus(text: str) -> int:
     return value
 
 
-def non_negative_int(text: str) -> int:
-    """A count that may be 0: an integer of at least 0."""
-    return integer(text, 0, "a non-negative integer")
-
-
-MAX_SEED = 2**128 - 1  # NumPy's SeedSequence takes any size; 128 bits is all its entropy
-
-
-def seed_number(text: str) -> int:
-    """A seed: an integer from 0 to ``MAX_SEED``."""
-    return integer(text, 0, "a non-negative integer", MAX_SEED)
+def _float(text: str) -> float:
+    """``text`` as a number (-0 as 0); NaN if it is none."""
+    try:
+        return float(text) + 0.0
+    except ValueError:
+        return math.nan
 
 
 def positive_float(text: str) -> float:
     """A step size: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
+    value = _float(text)
+    if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {_short(text)}")
     return value
 
 
 def score(text: str) -> float:
     """A running mean to pass: a number below 21, the most points a game can give."""
-    try:
-        value = float(text) + 0.0  # + 0.0: -0 is 0
-    except ValueError:
-        value = float("nan")
-    if not -float("inf") < value < float("inf"):
+    value = _float(text)
+    if not -math.inf < value < math.inf:
         raise argparse.ArgumentTypeError(f"expected a number, got {_short(text)}")
     if value >= 21:
         raise argparse.ArgumentTypeError(
@@ -132,11 +116,10 @@ def path(text: str) -> Path:
     return Path(text)
 
 
-def setting(default: Any, parse: Callable[[str], Any], metavar: str, help: str, *flags: str) -> Any:
-    """A field that is also a flag: its default, how its text is parsed, what it means."""
-    return field(
-        default=default, metadata={"parse": parse, "metavar": metavar, "help": help, "flags": flags}
-    )
+def setting(parse: Callable, help: str, default: Any = None, metavar: str = "N", flags=()) -> Any:
+    """A field that is also a flag: how its text is parsed, what it means, its default."""
+    meta = {"parse": parse, "metavar": metavar, "help": help, "flags": flags}
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
@@ -144,37 +127,31 @@ class Config:
     """What a run is: fixed for its life, stored in its checkpoint."""
 
     batch_size: int = setting(
-        10,
         batch_count,
-        "N",
         "games per update; the RolloutWorker actors are one per CPU, at most this many",
+        default=10,
     )
     env: str = setting(
-        "ALE/Pong-v5",
         str,
-        "ID",
-        "Gymnasium env id; Pong-v0 is the 2016 program's,"
-        " PongToy/Catch-v0 a toy that is learned in seconds",
+        "Gymnasium env id; Pong-v0 is the 2016 program's, PongToy/Catch-v0 a toy that is learned"
+        " in seconds",
+        default="ALE/Pong-v5",
+        metavar="ID",
     )
     seed: int | None = setting(
-        None,
         seed_number,
-        "N",
-        "seeds the weights, every env reset and every action draw"
-        " (default: random, printed at start)",
+        "seeds the weights, every env reset and every action draw (default: random, printed at"
+        " start)",
     )
-    learning_rate: float = setting(1e-4, positive_float, "LR", "RMSProp step size")
+    learning_rate: float = setting(positive_float, "RMSProp step size", 1e-4, "LR")
     decay_rate: float = setting(
-        0.99, below_one, "RATE", "RMSProp decay of the running mean of squared gradients"
+        below_one, "RMSProp decay of the running mean of squared gradients", 0.99, "RATE"
     )
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Config:
-        """The config stored as ``dataclasses.asdict``, each value checked as its flag is.
-
-        Raises:
-            ValueError: a missing setting, or a value of the wrong type or range.
-        """
+        """The config stored as ``dataclasses.asdict``, each value checked as its flag is; a
+        ``ValueError`` for a missing setting or a value of the wrong type or range."""
         if not isinstance(values, dict):
             raise ValueError(f"settings must be a mapping, got {values!r}")
         checked = {}
@@ -197,69 +174,60 @@ class Options:
     """What one invocation of the driver does with its run; not stored."""
 
     iterations: int | None = setting(
-        None, positive_int, "N", "updates to run (default: until Ctrl-C or SIGTERM)"
+        positive_int, "updates to run (default: until Ctrl-C or SIGTERM)"
     )
     until_mean: float | None = setting(
-        None,
         score,
-        "SCORE",
         "also stop once the running mean is above SCORE, such as 0 for beating the built-in"
         " opponent on average (default: no such stop)",
+        metavar="SCORE",
     )
     address: str | None = setting(
-        None,
         str,
-        "HOST:PORT",
-        "join the Ray cluster whose head is at HOST:PORT (RAY_ADDRESS"
-        " is honoured too; default: start a local Ray)",
-        "--redis-address",
-        "--address",
+        "join the Ray cluster whose head is at HOST:PORT (RAY_ADDRESS is honoured too; default:"
+        " start a local Ray)",
+        metavar="HOST:PORT",
+        flags=("--redis-address", "--address"),
     )
     num_cpus: int | None = setting(
-        None,
         local_cpus,
-        "N",
         f"CPUs of the local Ray (default: all; at most {CPU_FACTOR} times this machine's);"
         " not with a cluster address",
     )
     run_dir: Path | None = setting(
-        None,
         path,
-        "DIR",
         "where the checkpoint and metrics go (default: runs/ and the start time; in a Ray job,"
         " ~/ray_results/pong/ and the start time)",
+        metavar="DIR",
     )
     checkpoint_every: int = setting(
-        10, positive_int, "N", "save a checkpoint every N updates (and always at the end)"
+        positive_int, "save a checkpoint every N updates (and always at the end)", 10
     )
     checkpoint_seconds: float = setting(
-        60.0,
         positive_float,
-        "S",
         "also save one after the first update that ends S seconds or more after the last save,"
         " so that even a run killed outright loses little",
+        60.0,
+        "S",
     )
     watch_every: int = setting(
-        100,
         non_negative_int,
-        "N",
         "every N updates, draw the weights and play a game of the current policy, into"
         " TensorBoard's Images and RUN_DIR/watch/ (0: never)",
+        100,
     )
     resume: Path | None = setting(
-        None,
         path,
-        "PATH",
         "continue the run saved in PATH (its checkpoint.safetensors or its directory) with its"
         " settings",
+        metavar="PATH",
     )
     start_from: Path | None = setting(
-        None,
         path,
-        "PATH",
         "start a new run from the weights in PATH (a policy file such as"
         " results/pong-v5/policy.safetensors, a checkpoint or a run directory), with a fresh"
         " RMSProp cache and counters from 0; its env unless --env is given",
+        metavar="PATH",
     )
 
 
@@ -268,21 +236,20 @@ class Watch:
     """``--evaluate``: play games with a saved policy, in this process, without Ray."""
 
     evaluate: Path | None = setting(
-        None,
         path,
-        "CHECKPOINT",
-        "play games with the policy saved in CHECKPOINT (a"
-        " checkpoint.safetensors, its run directory, or a policy file such as"
-        " results/pong-v5/policy.safetensors)"
-        " and print each score",
+        "play games with the policy saved in CHECKPOINT (a checkpoint.safetensors, its run"
+        " directory, or a policy file such as results/pong-v5/policy.safetensors) and print each"
+        " score",
+        metavar="CHECKPOINT",
     )
     episodes: int = setting(
-        1,
         positive_int,
-        "N",
         "games to play; the first is seeded with --seed, the next with --seed + 1, and so on",
+        1,
     )
-    record: Path | None = setting(None, path, "FILE.gif", "also write the games as an animated GIF")
+    record: Path | None = setting(
+        path, "also write the games as an animated GIF", metavar="FILE.gif"
+    )
 
 
 def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type) -> None:

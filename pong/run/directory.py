@@ -210,6 +210,7 @@ class Run:
             self.made = not self.directory.exists()
             self.dir = Directory.open(self.directory, create=True)
             self.lock = lock(self.dir)
+            self.dir.remove_stale_temporaries(FILENAME, UPDATES, EPISODES)  # a killed driver's
         except OSError as e:
             where = e.filename or f"run directory {self.directory}"  # the lock file, say
             raise UsageError(f"{where}: {e.strerror or e}") from None

@@ -1,34 +1,20 @@
 """Reading and writing files in directories others may share: no link followed, no hang.
 
-Run directories live on shared disks and in ``/tmp``, and policy files are made
-to be passed around, so every file the package reads or writes goes through here:
-
-- ``open_file``: a file to read. It is opened without following a link and
-  without blocking (a FIFO never hangs the reader), and refused unless it is a
-  regular file of at most ``max_bytes``.
-- ``atomic_write``: a whole file (checkpoint, policy, GIF, plot, a rewritten
-  CSV). The temporary file is created exclusively, under an unpredictable name,
-  in the target's directory, and renamed into place: a reader sees the old file
-  or the new one, and a link planted at either name is never followed. With
-  ``replace=False`` the file lands only if nothing has that name, in one step (a
-  hard link), so two writers of one output cannot both win.
-- ``open_regular``: a file kept open and added to (the metrics CSVs, the lock).
-  It is opened without following a link, refused unless it is a regular file
-  with no other name, and never blocks on a FIFO.
-- ``create_new``: a file that must not exist yet (TensorBoard's event file).
-- ``Directory``: a run directory, opened once. Every name below it is made,
-  opened and written relative to its descriptor, without following a link, so a
-  link planted at ``RUN/watch`` (or swapped in for the run directory itself once
-  it is open) never sends a write elsewhere: it gets an ``OSError`` naming it.
-
-Every function takes ``dir_fd``, as ``os.open`` does: with it, ``path`` is a name
-inside that directory.
+Run directories live on shared disks and in ``/tmp``, and policy files are passed
+around, so every file the package reads or writes goes through here. ``open_file``
+reads a regular file of bounded size; ``atomic_write`` writes a whole file through
+a temporary one it made, renamed into place; ``open_regular`` opens a file to add
+to; ``create_new`` makes a file that must not exist; ``Directory`` does all of them
+relative to a directory opened once. None follows a link or blocks on a FIFO: a
+link planted at ``RUN/watch``, or swapped in for an open run directory, gets an
+``OSError`` naming it. Each takes ``dir_fd``, as ``os.open`` does.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -47,6 +33,12 @@ KINDS = {
     stat.S_ISSOCK: "a socket",
     stat.S_ISLNK: "a symbolic link",
 }
+TEMPORARY = re.compile(r"\.(.+)\.[0-9a-f]{16}\.tmp", re.DOTALL)  # atomic_write's, of group 1
+_REFUSED = {
+    errno.ELOOP: "a symbolic link; refusing to write through it",  # O_NOFOLLOW's answer
+    errno.ENXIO: "not a regular file; refusing to write to it",  # a FIFO no one reads
+    errno.ENOTDIR: "not a directory; refusing to write below it",
+}
 
 
 class NotRegularError(OSError):
@@ -56,16 +48,10 @@ class NotRegularError(OSError):
 def open_file(
     path: str | os.PathLike, max_bytes: int | None = None, *, dir_fd: int | None = None
 ) -> BinaryIO:
-    """``path`` opened to read in binary, if it is a regular file of at most ``max_bytes``.
-
-    A link is refused, not followed; a device is refused before it is opened.
-
-    Raises:
-        FileNotFoundError: no such file.
-        NotRegularError: a link, FIFO, device, directory or socket, or a larger file.
-        OSError: it could not be opened (its reason).
-    """
-    _check_regular(os.lstat(path, dir_fd=dir_fd), path, max_bytes)
+    """``path`` opened to read in binary, if it is a regular file of at most ``max_bytes``;
+    else ``NotRegularError`` (a link, FIFO, device, directory, socket or larger file), or
+    the ``OSError`` opening it gave (``FileNotFoundError``, say)."""
+    _check_regular(os.lstat(path, dir_fd=dir_fd), path, max_bytes)  # a device: never opened
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=dir_fd)
     try:
         _check_regular(os.fstat(fd), path, max_bytes)  # the file opened, whatever replaced it
@@ -77,11 +63,9 @@ def open_file(
 
 
 def _check_regular(info: os.stat_result, path: str | os.PathLike, max_bytes: int | None) -> None:
-    for test, kind in KINDS.items():
-        if test(info.st_mode):
-            raise NotRegularError(errno.EINVAL, f"{kind}, not a regular file", str(path))
     if not stat.S_ISREG(info.st_mode):
-        raise NotRegularError(errno.EINVAL, "not a regular file", str(path))
+        kind = next((f"{kind}, " for test, kind in KINDS.items() if test(info.st_mode)), "")
+        raise NotRegularError(errno.EINVAL, f"{kind}not a regular file", str(path))
     if max_bytes is not None and info.st_size > max_bytes:
         raise NotRegularError(
             errno.EFBIG,
@@ -102,13 +86,12 @@ def atomic_write(
 ) -> Iterator[IO]:
     """Write ``path`` whole or not at all, through a temporary file only this call made.
 
-    Args:
-        path: the file to write (a name in ``dir_fd``, if given).
-        mode: ``"wb"`` or ``"w"`` (then ``kwargs`` go to ``open``, e.g. ``newline``).
-        replace: whether an existing ``path`` is replaced; if not, ``FileExistsError``
-            is raised and ``path`` is untouched, whoever made it, however recently.
-        dir_fd: a directory's descriptor; then a link at ``path`` is refused (an
-            ``OSError`` naming it) rather than replaced.
+    The temporary file, ``.NAME.<16 hex digits>.tmp`` beside ``path``, is created
+    exclusively and renamed into place: a reader sees the old file or the new one.
+    ``mode`` is ``"wb"`` or ``"w"`` (then ``kwargs`` go to ``open``). With
+    ``replace=False`` the file lands only if nothing has its name, in one step (a
+    hard link), else ``FileExistsError``: of two writers, one wins. With ``dir_fd``
+    a link at ``path`` is refused (an ``OSError`` naming it); without, replaced.
 
     Example:
         >>> import tempfile, pathlib
@@ -119,8 +102,8 @@ def atomic_write(
         'hello'
     """
     path = Path(path)
-    if dir_fd is not None and replace:
-        _refuse_link(path, dir_fd)
+    if dir_fd is not None and replace and _is_link(path, dir_fd):
+        raise OSError(errno.ELOOP, _REFUSED[errno.ELOOP], str(path))
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")  # unpredictable
     # O_EXCL: never an existing file, never through a link; 0o666 less the umask, as open's.
     flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW
@@ -139,26 +122,21 @@ def atomic_write(
             os.unlink(tmp, dir_fd=dir_fd)
 
 
-def _refuse_link(path: Path, dir_fd: int) -> None:
-    """Say so when a link sits at a name this program writes (it is never followed)."""
-    if _is_link(path, dir_fd):
-        raise OSError(errno.ELOOP, _REFUSED[errno.ELOOP], str(path))
-
-
 def open_regular(
     path: str | os.PathLike, mode: str = "a", *, dir_fd: int | None = None, **kwargs
 ) -> IO:
-    """Open ``path`` to append (``"a"``) or read and write (``"a+"``), creating it if need be.
-
-    Raises:
-        OSError: ``path`` is a symbolic link, not a regular file (a FIFO, a device,
-            a directory), or a hard link to a file that has other names.
-    """
+    """Open ``path`` to append (``"a"``) or read and write (``"a+"``), creating it if need be;
+    an ``OSError`` if it is a link, no regular file, or a hard link with other names."""
     flags = os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | NOFOLLOW
     flags |= os.O_RDWR if "+" in mode else os.O_WRONLY
     fd = _open(path, flags, dir_fd)
     try:
-        _check_own(fd, path)
+        info = os.fstat(fd)  # another name of the file, or no file, would write elsewhere
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, _REFUSED[errno.ENXIO], str(path))
+        if info.st_nlink != 1:
+            message = "a hard link to a file with other names; refusing to write"
+            raise OSError(errno.EINVAL, message, str(path))
         os.set_blocking(fd, True)
         return os.fdopen(fd, mode, **kwargs)
     except BaseException:
@@ -166,11 +144,11 @@ def open_regular(
         raise
 
 
-_REFUSED = {
-    errno.ELOOP: "a symbolic link; refusing to write through it",  # O_NOFOLLOW's answer
-    errno.ENXIO: "not a regular file; refusing to write to it",  # a FIFO no one reads
-    errno.ENOTDIR: "not a directory; refusing to write below it",
-}
+def create_new(path: str | os.PathLike, mode: str = "xb", *, dir_fd: int | None = None) -> IO:
+    """Create ``path``, which must not exist (not even as a dangling link)."""
+    # O_EXCL never follows a link, dangling or not.
+    fd = _open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, dir_fd)
+    return os.fdopen(fd, mode.replace("x", "w"))
 
 
 def _open(path: str | os.PathLike, flags: int, dir_fd: int | None) -> int:
@@ -193,30 +171,9 @@ def _is_link(path: str | os.PathLike, dir_fd: int | None) -> bool:
         return False
 
 
-def create_new(path: str | os.PathLike, mode: str = "xb", *, dir_fd: int | None = None) -> IO:
-    """Create ``path``, which must not exist (not even as a dangling link)."""
-    # O_EXCL never follows a link, dangling or not.
-    fd = _open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, dir_fd)
-    return os.fdopen(fd, mode.replace("x", "w"))
-
-
-def _check_own(fd: int, path: str | os.PathLike) -> None:
-    """Refuse a file that is not a regular file of one name (it would write elsewhere)."""
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        raise OSError(errno.EINVAL, "not a regular file; refusing to write to it", str(path))
-    if info.st_nlink != 1:
-        raise OSError(
-            errno.EINVAL, "a hard link to a file with other names; refusing to write", str(path)
-        )
-
-
 class Directory:
-    """A directory opened once, and what is read and written below it, link by link refused.
-
-    Args:
-        path: the directory, as messages name it.
-        fd: its descriptor, owned (closed by ``close``).
+    """A directory opened once (``fd``, owned; ``path`` names it in messages): every name
+    below it is made, opened and written relative to ``fd``, no link followed.
 
     Example:
         >>> import tempfile, pathlib
@@ -234,11 +191,7 @@ class Directory:
     @classmethod
     def open(cls, path: Path, *, create: bool = False, dir_fd: int | None = None) -> Directory:
         """The directory ``path``, made first if ``create`` (its parents too, unless in
-        ``dir_fd``); a link at ``path`` itself is refused.
-
-        Raises:
-            OSError: no such directory, a link or a file at ``path``, or it cannot be made.
-        """
+        ``dir_fd``). An ``OSError`` if there is none, or a link or a file is there."""
         where = path if dir_fd is None else path.name  # in ``dir_fd``: its name there
         with _naming(path):
             if create:
@@ -255,9 +208,11 @@ class Directory:
         """The directory ``name`` in this one, made if need be; a link there is refused."""
         return Directory.open(self.path / name, create=True, dir_fd=self.fd)
 
-    def write(self, name: str, mode: str = "wb", **kwargs):
+    @contextmanager
+    def write(self, name: str, mode: str = "wb", **kwargs) -> Iterator[IO]:
         """``atomic_write`` of the file ``name`` in this directory (a link there is refused)."""
-        return _named(atomic_write(name, mode, dir_fd=self.fd, **kwargs), self.path / name)
+        with _naming(self.path / name), atomic_write(name, mode, dir_fd=self.fd, **kwargs) as f:
+            yield f
 
     def append(self, name: str, mode: str = "a", **kwargs) -> IO:
         """``open_regular`` of the file ``name`` in this directory."""
@@ -290,6 +245,25 @@ class Directory:
         with suppress(FileNotFoundError):
             os.unlink(name, dir_fd=self.fd)
 
+    def remove_stale_temporaries(self, *names: str) -> list[str]:
+        """Remove the temporary files ``atomic_write`` of ``names`` (any, if none given) left
+        here when killed outright; the names removed.
+
+        Only regular files named exactly as its temporaries go (a link is left, and
+        nothing is followed), each as best it can be. Call it only while holding
+        the lock that keeps every other writer out: their temporaries would go too.
+        """
+        removed = []
+        for name in self.names():
+            match = TEMPORARY.fullmatch(name)
+            if match and (not names or match[1] in names):
+                info = self.lstat(name)
+                if info is not None and stat.S_ISREG(info.st_mode):
+                    with suppress(OSError):
+                        os.unlink(name, dir_fd=self.fd)
+                        removed.append(name)
+        return removed
+
     def close(self) -> None:
         """Close the descriptor; closing twice is harmless."""
         if self.fd >= 0:
@@ -305,9 +279,3 @@ def _naming(path: Path) -> Iterator[None]:
     except OSError as e:
         e.filename = str(path)
         raise
-
-
-@contextmanager
-def _named(writing, path: Path) -> Iterator[IO]:
-    with _naming(path), writing as f:
-        yield f

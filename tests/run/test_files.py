@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -10,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+import pong.run.directory as directory_module
 from pong.run.checkpoint import FILENAME, load, save
-from pong.run.directory import LOCK, Run
+from pong.run.directory import LOCK, Run, lock
 from pong.run.errors import PongError
-from pong.run.files import atomic_write, create_new, open_regular
+from pong.run.files import Directory, atomic_write, create_new, open_regular
 from tests.helpers import ROOT
 from tests.run.test_checkpoint import make_checkpoint
 from tests.run.test_directory import StandInTrainer, record
@@ -249,3 +251,100 @@ def test_a_run_directory_that_is_a_link_is_refused(tmp_path) -> None:
     with pytest.raises(PongError, match="is a symbolic link; give the directory itself"):
         Run.start(tmp_path / "run", make_checkpoint().config, 10).open()
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+MID_WRITE = """
+import sys, time
+from pathlib import Path
+from pong.run.directory import lock
+from pong.run.files import Directory
+directory = Directory.open(Path(sys.argv[1]))
+held = lock(directory) if sys.argv[3] == "lock" else None
+with directory.write(sys.argv[2]) as f:
+    f.write(b"half a checkpoint")
+    f.flush()
+    print("writing", flush=True)
+    time.sleep(60)
+"""
+
+
+def writing_child(run_dir: Path, name: str, hold_lock: bool = False) -> subprocess.Popen:
+    """A child in the middle of ``atomic_write`` of ``name`` in ``run_dir``, as a driver
+    saving its checkpoint is (holding the run directory's lock, if ``hold_lock``)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", MID_WRITE, str(run_dir), name, "lock" if hold_lock else ""],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout.readline() == "writing\n"
+    return child
+
+
+def killed_mid_write(run_dir: Path, name: str) -> str:
+    """The temporary file a child killed by ``kill -9`` in ``atomic_write`` of ``name`` left."""
+    child = writing_child(run_dir, name)
+    child.kill()  # SIGKILL: no finally runs
+    child.wait(10)
+    (left,) = [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+    assert re.fullmatch(rf"\.{re.escape(name)}\.[0-9a-f]{{16}}\.tmp", left)
+    return left
+
+
+def test_the_temporary_of_a_killed_write_is_removed_by_the_next_owner_alone(tmp_path, victim):
+    """Only regular files named as ``atomic_write``'s temporaries of the names given go: no
+    link, no other name, nothing of another file, nothing below."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    left = killed_mid_write(run_dir, FILENAME)
+    kept = [
+        f".{FILENAME}.0123456789abcdeF.tmp",  # not hex as token_hex writes it
+        f".{FILENAME}.0123456789abcde.tmp",  # 15 digits
+        f"{FILENAME}.0123456789abcdef.tmp",  # no dot first
+        f".{FILENAME}.0123456789abcdef.tmp.x",
+        ".plot.png.0123456789abcdef.tmp",  # another file's
+    ]
+    for name in kept:
+        (run_dir / name).write_bytes(b"someone's")
+    plant(run_dir, [".updates.csv.0123456789abcdef.tmp"], victim)
+    below = run_dir / ".episodes.csv.fedcba9876543210.tmp"  # a directory
+    below.mkdir()
+    (below / left).write_bytes(b"below")
+    os.mkfifo(run_dir / f".{FILENAME}.00000000000000ff.tmp")
+    stale = ".updates.csv.aaaaaaaaaaaaaaaa.tmp"
+    (run_dir / stale).write_bytes(b"half a CSV")
+    before = sorted(p.name for p in run_dir.iterdir())
+    directory = Directory.open(run_dir)
+    held = lock(directory)  # as Run.open does, before anything is removed
+    removed = directory.remove_stale_temporaries(FILENAME, "updates.csv", "episodes.csv")
+    held.close()
+    directory.close()
+    assert removed == sorted([left, stale])
+    assert sorted(p.name for p in run_dir.iterdir()) == sorted({*before, LOCK} - {left, stale})
+    assert victim.read_bytes() == VICTIM and (run_dir / kept[0]).read_bytes() == b"someone's"
+    assert (below / left).read_bytes() == b"below"
+
+
+@pytest.mark.skipif(
+    "remove_stale_temporaries" not in Path(directory_module.__file__).read_text(),
+    reason="Run.open does not call Directory.remove_stale_temporaries yet",
+)
+def test_a_run_removes_what_a_killed_driver_left_never_a_live_drivers_temporary(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    save(run_dir / FILENAME, make_checkpoint())
+    killed_mid_write(run_dir, FILENAME)
+    run = Run.resume(run_dir, {}, checkpoint_every=10)
+    run.open()
+    assert sorted(p.name for p in run_dir.iterdir() if p.name.startswith(".")) == [LOCK]
+    run.close()
+    live = writing_child(run_dir, FILENAME, hold_lock=True)  # a live driver, saving
+    try:
+        in_flight = sorted(p.name for p in run_dir.iterdir())
+        with pytest.raises(PongError, match="in use by"):
+            Run.resume(run_dir, {}, checkpoint_every=10).open()
+        assert sorted(p.name for p in run_dir.iterdir()) == in_flight  # its temporary kept
+        assert len([name for name in in_flight if name.endswith(".tmp")]) == 1
+    finally:
+        live.kill()
+        live.wait(10)

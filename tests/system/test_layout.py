@@ -1,0 +1,90 @@
+"""The layout keeps its promises: the algorithm stands alone, and only training loads Ray."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+
+PARTS = ("core", "envs", "run", "tools")
+
+
+def imported(path) -> set[str]:
+    """Every module ``path`` imports, at its top or inside a function."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "pong" / "core").glob("*.py")), ids=str)
+def test_the_algorithm_imports_nothing_else_of_ours(path) -> None:
+    ours = {name for name in imported(path) if name.split(".")[0] == "pong"}
+    assert all(name.startswith("pong.core.") for name in ours), ours
+
+
+def test_the_check_reports_an_import_from_another_part(tmp_path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from pong.run.config import Config\n")
+    assert "pong.run.config.Config" in imported(module)
+
+
+def test_every_module_belongs_to_a_part() -> None:
+    top = sorted(p.name for p in (ROOT / "pong").iterdir() if p.suffix == ".py")
+    shims = ["compare.py", "convert.py", "export.py", "metrics.py", "plot.py"]  # python -m names
+    assert top == ["__init__.py", *shims]
+    assert sorted(p.name for p in (ROOT / "pong").iterdir() if p.is_dir() and p.name[0] != "_") == (
+        sorted(PARTS)
+    )
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "pong").rglob("*.py")), ids=str)
+def test_no_function_is_longer_than_50_lines(path) -> None:
+    long = [
+        f"{node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno - node.lineno >= 50
+    ]
+    assert long == []
+
+
+def loads_ray(code: str) -> bool:
+    """Whether running ``code`` in a fresh interpreter imports Ray (checked as it exits)."""
+    check = "import atexit, sys\natexit.register(lambda: print('ray' in sys.modules))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", check + code], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.stdout.splitlines()[-1:] in (["True"], ["False"]), done.stderr
+    return done.stdout.splitlines()[-1] == "True"
+
+
+def test_import_pong_and_the_model_load_no_ray() -> None:
+    assert not loads_ray("import pong, pong.core, pong.envs, pong.run, pong.tools")
+    assert not loads_ray("from pong import Model, preprocess, process_rewards, rollout")
+    assert loads_ray("from pong import RolloutWorker")  # the actor is Ray's, so the test can fail
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["pong.metrics", "results/pong-v5"],
+        ["pong.compare", "results/pong-v5", "results/pong-v5-seed1"],
+        ["pong.export", "results/pong-v5", "{tmp}/policy.safetensors"],
+        ["pong.plot", "results/pong-v5", "--output", "{tmp}/curve.png"],
+        ["pong.plot", "--weights", "results/pong-v5", "--output", "{tmp}/weights.png"],
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_the_commands_that_do_not_train_load_no_ray(command, tmp_path) -> None:
+    module, *args = (word.format(tmp=tmp_path) for word in command)
+    argv = [module, *args]
+    code = f"import runpy\nsys.argv = {argv!r}\nrunpy.run_module({module!r}, run_name='__main__')"
+    assert not loads_ray(code)
