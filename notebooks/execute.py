@@ -2,7 +2,7 @@
 
 Run (after ``pip install -e '.[notebook]'``), when the notebook or the code it
 calls changes: ``.venv/bin/python notebooks/execute.py``.
-``tests/test_notebook.py`` fails while the saved outputs are stale.
+``tests/system/test_notebook.py`` fails while the saved outputs are stale.
 """
 
 from pathlib import Path

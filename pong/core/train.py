@@ -6,10 +6,10 @@ arrives (``ray.wait``), adds it in game order (``Update.add``) and gives that
 worker the batch's next game; ``apply`` applies RMSProp and counts the update.
 Adding in game order (game 0, 1, 2, ...), whatever order the games finish in,
 makes a seed's run the same bytes with any number of workers or nodes and
-across a resume: floating-point sums depend on their order. There are as many workers as can play at
-once: one per CPU, at most the batch size. Which game goes where and what to do
-about a worker Ray is restarting is ``pong.core.schedule.Games``'s business;
-counting the games of an update is ``Update``'s.
+across a resume: floating-point sums depend on their order. There are as many
+workers as can play at once: one per CPU, at most the batch size. Which game
+goes where, and what to do about a worker Ray is restarting, is
+``pong.core.schedule.Games``'s business.
 """
 
 from __future__ import annotations
