@@ -26,8 +26,8 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
-from pong.run import checkpoint  # noqa: E402
 from pong.core.model import Model  # noqa: E402
+from pong.run import checkpoint  # noqa: E402
 from pong.run.config import Config  # noqa: E402
 
 

@@ -9,7 +9,7 @@ those updates again, so each update keeps exactly one row).
 
 ``python -m pong.metrics RUN_DIR`` prints a run's summary: updates, episodes,
 env steps, training time, and the update and episode at which the running mean
-first passed each milestone.
+first passed each milestone. Files are read a row at a time, so none can fill memory.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import csv
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from pong.run.errors import UsageError
+from pong.run.errors import UsageError, printable
 from pong.run.files import Directory, open_file
 
 if TYPE_CHECKING:
@@ -35,28 +35,22 @@ __all__ = [
     "UPDATES",
     "MetricsLog",
     "Passed",
-    "passed",
+    "Summary",
     "read_rows",
-    "steps_per_second",
+    "rows",
     "summarize",
+    "summary",
 ]
 
 UPDATES = "updates.csv"
 EPISODES = "episodes.csv"
-UPDATE_FIELDS = [
-    "update",
-    "episodes",
-    "steps",
-    "seconds",
-    "steps_per_s",
-    "running_reward",
-    "reward_mean",
-    "reward_min",
-    "reward_max",
-]
+UPDATE_FIELDS = (
+    "update episodes steps seconds steps_per_s running_reward reward_mean reward_min reward_max"
+).split()
 EPISODE_FIELDS = ["episode", "update", "reward", "steps"]
 COUNTS = {"update", "episodes", "steps", "episode"}  # the integer fields
 MAX_LINE = 4096  # bytes of a line; a row has about 100
+MILESTONES = (-20, -15, -10, -5, 0, 5, 10)
 
 
 class MetricsFileError(UsageError, ValueError):
@@ -76,9 +70,8 @@ class MetricsLog:
             if after is not None:
                 _drop_rows_after(run_dir, name, after)
             f = run_dir.append(name, newline="")  # never through a planted link
-            new = os.fstat(f.fileno()).st_size == 0
             writer = csv.DictWriter(f, fieldnames=fields)
-            if new:
+            if os.fstat(f.fileno()).st_size == 0:
                 writer.writeheader()
             self._files.append(f)
             self._writers[name] = (writer, f)
@@ -116,35 +109,30 @@ class MetricsLog:
 
 
 def _drop_rows_after(run_dir: Directory, name: str, update: int) -> None:
-    """Rewrite ``name`` (atomically) without the rows whose update is later than ``update``.
-
-    A last line without its newline was cut off by a kill while being written,
-    and goes too.
+    """Rewrite ``name`` (atomically) without the rows of updates later than ``update``, nor a
+    last line without its newline (cut off by a kill while being written).
 
     Raises:
-        MetricsFileError: not a regular file, or a line that is not a metrics row
-            (the file was edited), named by its number.
+        MetricsFileError: not a regular file, or a line that is not a metrics row (the file
+            was edited), named by its number.
     """
-    path = run_dir.path / name
     if run_dir.lstat(name) is None:
         return
-    lines = _WholeLines(path, lambda: run_dir.read(name))
-    reader = csv.DictReader(lines)
+    lines = _WholeLines(run_dir.path / name, lambda: run_dir.read(name))
     kept, rows = [], 0
-    for number, row in _numbered(lines, reader):
+    for number, row in lines.rows():
         rows += 1
         try:
             if int(row["update"]) <= update:
                 kept.append(row)
         except (KeyError, TypeError, ValueError):
             raise MetricsFileError(
-                f"{path}, line {number}: not a metrics row; remove it and resume again"
+                f"{lines.shown}, line {number}: not a metrics row; remove it and resume again"
             ) from None
-    torn = lines.torn
-    if reader.fieldnames is None or (len(kept) == rows and not torn):
+    if lines.reader.fieldnames is None or (len(kept) == rows and not lines.torn):
         return
     with run_dir.write(name, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=reader.fieldnames)
+        writer = csv.DictWriter(f, fieldnames=lines.reader.fieldnames)
         writer.writeheader()
         writer.writerows(kept)
 
@@ -152,144 +140,103 @@ def _drop_rows_after(run_dir: Directory, name: str, update: int) -> None:
 class _WholeLines:
     """The lines of a metrics file, read and decoded one at a time (an iterable for csv).
 
-    A last line without its newline is being written by a run, or was cut off by
-    a kill while it was: it is left out, and ``torn`` says so once the lines are
-    read. Only a regular file is read (a FIFO is refused, never waited on), each
-    line at most ``MAX_LINE`` bytes, so no file can hang the reader or fill memory.
+    A last line without its newline is being written by a run, or was cut off by a kill
+    while it was: it is left out, and ``torn`` says so once the lines are read. Only a
+    regular file is read (a FIFO is refused, never waited on), each line at most
+    ``MAX_LINE`` bytes, so no file can hang the reader or fill memory.
 
     Raises (while iterated):
-        MetricsFileError: no such file, not a regular file, a line too long or
-            not UTF-8 text.
+        MetricsFileError: no such file, not a regular file, a line too long or not UTF-8.
     """
 
     def __init__(self, path: Path, opener: Callable[[], BinaryIO] | None = None) -> None:
-        self.path, self.torn, self.number = path, False, 0  # number: of the last line read
+        self.path, self.shown = path, printable(path)
+        self.torn, self.number = False, 0  # number: of the last line read
         self.opener = opener or (lambda: open_file(path))
+        self.fields = UPDATE_FIELDS if path.name == UPDATES else EPISODE_FIELDS
+        self.reader = csv.DictReader(self)
 
     def __iter__(self) -> Iterator[str]:
         try:
             f = self.opener()
         except FileNotFoundError:
-            raise MetricsFileError(f"{self.path}: no such file") from None
+            raise MetricsFileError(f"{self.shown}: no such file") from None
         except OSError as e:
-            raise MetricsFileError(f"{self.path}: not a metrics file ({e.strerror})") from None
+            raise MetricsFileError(f"{self.shown}: not a metrics file ({e.strerror})") from None
         with f:
             while line := f.readline(MAX_LINE + 1):
                 self.number += 1
                 if len(line) > MAX_LINE:
                     raise MetricsFileError(
-                        f"{self.path}, line {self.number}: longer than {MAX_LINE:,} bytes;"
+                        f"{self.shown}, line {self.number}: longer than {MAX_LINE:,} bytes;"
                         " not a metrics row"
                     )
                 if not line.endswith(b"\n"):
                     self.torn = True
                     return
-                yield self._decoded(line)
+                try:
+                    yield line.decode()
+                except UnicodeDecodeError:
+                    raise MetricsFileError(
+                        f"{self.shown}: not a metrics file (line {self.number} is not UTF-8 text)"
+                    ) from None
 
-    def _decoded(self, line: bytes) -> str:
+    def rows(self) -> Iterator[tuple[int, dict[str, str]]]:
+        """The rows csv reads from the lines, each with its line number, once the header is
+        checked to be the file's.
+
+        Raises:
+            MetricsFileError: a header that is not this file's, or a line csv cannot read.
+        """
         try:
-            return line.decode()
-        except UnicodeDecodeError:
+            header = self.reader.fieldnames
+            if header is not None and (
+                not set(self.fields) <= set(header) or len(set(header)) < len(header)
+            ):
+                raise MetricsFileError(
+                    f"{self.shown}, line {self.number}: not the header of {self.path.name}"
+                )
+            for row in self.reader:
+                yield self.number, row
+        except csv.Error as e:  # a lone carriage return, a quoted field without its end
+            reason = "a carriage return inside a line" if "new-line" in str(e) else str(e)
             raise MetricsFileError(
-                f"{self.path}: not a metrics file (line {self.number} is not UTF-8 text)"
+                f"{self.shown}, line {self.number}: not a metrics row ({reason})"
             ) from None
 
 
-def _numbered(lines: _WholeLines, reader: csv.DictReader) -> Iterator[tuple[int, dict[str, str]]]:
-    """The rows ``reader`` reads from ``lines``, each with its line number, once the header
-    is checked to be the file's.
+def rows(path: Path) -> Iterator[dict[str, str]]:
+    """The rows of a metrics CSV, one at a time, each checked to be whole and numeric.
 
-    Raises:
-        MetricsFileError: a header that is not this file's, or a line csv cannot read.
+    A last line without its newline is left out: a run is writing it, or was killed
+    while it did.
+
+    Raises (while iterated):
+        MetricsFileError: no such file, not a regular file, no rows in it yet, or a line
+            that is not a metrics row (the file was edited or damaged), named by its number.
     """
-    path = lines.path
-    fields = UPDATE_FIELDS if path.name == UPDATES else EPISODE_FIELDS
-    try:
-        header = reader.fieldnames
-        if header is not None and (
-            not set(fields) <= set(header) or len(set(header)) < len(header)
-        ):
-            raise MetricsFileError(f"{path}, line {lines.number}: not the header of {path.name}")
-        for row in reader:
-            yield lines.number, row
-    except csv.Error as e:  # a lone carriage return, a quoted field without its end
-        reason = "a carriage return inside a line" if "new-line" in str(e) else str(e)
+    if not path.exists():
         raise MetricsFileError(
-            f"{path}, line {lines.number}: not a metrics row ({reason})"
-        ) from None
+            f"{printable(path)}: no such file; is {printable(path.parent)} a run directory?"
+        )
+    lines, number = _WholeLines(path), 0
+    for number, row in lines.rows():
+        try:
+            whole = all(
+                math.isfinite((int if k in COUNTS else float)(row[k])) for k in lines.fields
+            )
+        except (TypeError, ValueError, OverflowError):  # None (a short row), text, 10**400
+            whole = False
+        if not whole:
+            raise MetricsFileError(f"{lines.shown}, line {number}: not a metrics row")
+        yield row
+    if not number:
+        raise MetricsFileError(f"{lines.shown}: no rows yet; the run has not finished an update")
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
-    """The rows of a metrics CSV, each checked to be whole and numeric.
-
-    A last line without its newline is left out: a run is writing it, or was
-    killed while it did.
-
-    Raises:
-        MetricsFileError: no such file, not a regular file, no rows in it yet, or a
-            line that is not a metrics row (the file was edited or damaged), named
-            by its number.
-    """
-    if not path.exists():
-        raise MetricsFileError(f"{path}: no such file; is {path.parent} a run directory?")
-    fields = UPDATE_FIELDS if path.name == UPDATES else EPISODE_FIELDS
-    lines, rows = _WholeLines(path), []
-    for number, row in _numbered(lines, csv.DictReader(lines)):
-        if not _numeric(row, fields):
-            raise MetricsFileError(f"{path}, line {number}: not a metrics row")
-        rows.append(row)
-    if not rows:
-        raise MetricsFileError(f"{path}: no rows yet; the run has not finished an update")
-    return rows
-
-
-def _numeric(row: dict[str, str], fields: list[str]) -> bool:
-    """Whether each of ``fields`` is a finite number in ``row``, an integer for a count."""
-    try:
-        return all(math.isfinite((int if k in COUNTS else float)(row[k])) for k in fields)
-    except (TypeError, ValueError, OverflowError):  # None (a short row), text, 10**400
-        return False
-
-
-MILESTONES = (-20, -15, -10, -5, 0, 5, 10)
-
-
-def summarize(run_dir: str | os.PathLike) -> list[str]:
-    """Lines describing the run in ``run_dir`` (from its ``updates.csv``).
-
-    Training time is the sum of the updates' own seconds: it leaves out start-ups
-    and the time between an interruption and its resume.
-    """
-    updates = read_rows(Path(run_dir) / UPDATES)
-    last = updates[-1]
-    hours = training_seconds(updates) / 3600
-    speed = steps_per_second(updates)
-    running = [float(r["running_reward"]) for r in updates]
-    best = max(range(len(updates)), key=running.__getitem__)
-    lines = [
-        f"{len(updates)} updates, {last['episodes']} episodes, {int(last['steps']):,} env steps,"
-        f" {hours:.2f} h of training ({speed:.0f} steps/s)",
-        f"running mean {running[-1]:.2f} at the end, best {running[best]:.2f}"
-        f" (update {updates[best]['update']}, episode {updates[best]['episodes']})",
-    ]
-    for milestone in MILESTONES:
-        if mark := passed(updates, milestone):
-            lines.append(
-                f"running mean above {milestone:+d} from update {mark.update},"
-                f" episode {mark.episodes}, after {mark.hours:.2f} h"
-            )
-    return lines
-
-
-def training_seconds(updates: list[dict[str, str]]) -> float:
-    """The updates' own seconds, summed: no start-ups, no time spent interrupted."""
-    return sum(float(row["seconds"]) for row in updates)
-
-
-def steps_per_second(updates: list[dict[str, str]]) -> float:
-    """A run's env steps by its seconds of training (NaN if it recorded no time)."""
-    seconds = training_seconds(updates)
-    return int(updates[-1]["steps"]) / seconds if seconds > 0 else float("nan")
+    """``rows(path)``, all of them (for a file known to be short)."""
+    return list(rows(path))
 
 
 @dataclass(frozen=True)
@@ -301,14 +248,63 @@ class Passed:
     hours: float  # of training, the updates' own seconds up to and including that one
 
 
-def passed(updates: list[dict[str, str]], mark: float) -> Passed | None:
-    """The first update whose running mean is above ``mark`` (``None``: none is)."""
-    seconds = 0.0
-    for row in updates:
+@dataclass(frozen=True)
+class Summary:
+    """A run's ``updates.csv`` in a few figures, read in one pass (``summary``)."""
+
+    updates: int  # rows
+    last: dict[str, str]  # the last row
+    best: dict[str, str]  # the first row of the highest running mean
+    seconds: float  # the updates' own, summed: no start-ups, no time spent interrupted
+    passed: dict[float, Passed]  # the first update above each mark that one went above
+
+    @property
+    def steps_per_s(self) -> float:
+        """Env steps by seconds of training (NaN if the run recorded no time)."""
+        return int(self.last["steps"]) / self.seconds if self.seconds > 0 else math.nan
+
+
+def summary(run_dir: str | os.PathLike, marks: Iterable[float] = MILESTONES) -> Summary:
+    """The figures of the run in ``run_dir``, its running mean checked against ``marks``.
+
+    Raises:
+        MetricsFileError: see ``rows``.
+    """
+    count, seconds, best, passed = 0, 0.0, None, {}
+    for row in rows(Path(run_dir) / UPDATES):
+        count += 1
         seconds += float(row["seconds"])
-        if float(row["running_reward"]) > mark:
-            return Passed(int(row["update"]), int(row["episodes"]), seconds / 3600)
-    return None
+        running = float(row["running_reward"])
+        if best is None or running > float(best["running_reward"]):
+            best = row
+        for mark in marks:
+            if running > mark and mark not in passed:
+                passed[mark] = Passed(int(row["update"]), int(row["episodes"]), seconds / 3600)
+    return Summary(count, row, best, seconds, passed)
+
+
+def summarize(run_dir: str | os.PathLike) -> list[str]:
+    """Lines describing the run in ``run_dir`` (from its ``updates.csv``).
+
+    Training time is the sum of the updates' own seconds: it leaves out start-ups
+    and the time between an interruption and its resume.
+    """
+    s = summary(run_dir)
+    last, best = s.last, s.best
+    lines = [
+        f"{s.updates} updates, {last['episodes']} episodes, {int(last['steps']):,} env steps,"
+        f" {s.seconds / 3600:.2f} h of training ({s.steps_per_s:.0f} steps/s)",
+        f"running mean {float(last['running_reward']):.2f} at the end, best"
+        f" {float(best['running_reward']):.2f}"
+        f" (update {best['update']}, episode {best['episodes']})",
+    ]
+    for milestone in MILESTONES:
+        if mark := s.passed.get(milestone):
+            lines.append(
+                f"running mean above {milestone:+d} from update {mark.update},"
+                f" episode {mark.episodes}, after {mark.hours:.2f} h"
+            )
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pong.run.metrics import UPDATES, Passed, passed, read_rows, steps_per_second
+from pong.run.errors import printable
+from pong.run.metrics import Passed, summary
 
 __all__ = ["MARKS", "Figures", "check_distinct", "figures", "table"]
 
@@ -42,14 +43,13 @@ def figures(run_dir: str | Path) -> Figures:
     Raises:
         ValueError: the directory has no metrics, or they are damaged.
     """
-    run_dir = Path(run_dir)
-    updates = read_rows(run_dir / UPDATES)
+    run = summary(run_dir, MARKS)
     return Figures(
-        name=str(run_dir),
-        marks=tuple(passed(updates, mark) for mark in MARKS),
-        updates=int(updates[-1]["update"]),
-        final=float(updates[-1]["running_reward"]),
-        steps_per_s=steps_per_second(updates),
+        name=str(Path(run_dir)),
+        marks=tuple(run.passed.get(mark) for mark in MARKS),
+        updates=int(run.last["update"]),
+        final=float(run.last["running_reward"]),
+        steps_per_s=run.steps_per_s,
     )
 
 
@@ -57,18 +57,7 @@ def _count(x: float) -> str:
     return f"{x:,.0f}" if x == int(x) else f"{x:,.1f}"  # a median of two can end in .5
 
 
-def _hours(x: float) -> str:
-    return f"{x:.2f} h"
-
-
-def _score(x: float) -> str:
-    return f"{x:+.2f}"
-
-
-def _speed(x: float) -> str:
-    return f"{x:,.0f}"
-
-
+_hours, _score, _speed = "{:.2f} h".format, "{:+.2f}".format, "{:,.0f}".format
 SHOWN = {"update": _count, "episodes": _count, "hours": _hours}  # a mark's cell, in order
 
 
@@ -78,21 +67,18 @@ def table(runs: Sequence[Figures]) -> list[str]:
     header += ["updates", "final running mean", "steps/s"]
     lines = [_row(header), _row(["---"] * len(header))]
     for run in runs:
-        cells = [_passed(mark) for mark in run.marks]
-        cells += [_count(run.updates), _score(run.final), _speed(run.steps_per_s)]
-        lines.append(_row([run.name.replace("|", "\\|"), *cells]))
+        cells = [_count(run.updates), _score(run.final), _speed(run.steps_per_s)]
+        lines.append(
+            _row([printable(run.name).replace("|", "\\|"), *map(_passed, run.marks), *cells])
+        )
     if len(runs) > 1:
-        for name, of_marks, of_numbers in (
-            ("median", _median_mark, _median),
-            ("range", _range_mark, _range),
-        ):
-            cells = [of_marks([run.marks[i] for run in runs]) for i in range(len(MARKS))]
-            cells += [
-                of_numbers([r.updates for r in runs], _count),
-                of_numbers([r.final for r in runs], _score),
-                of_numbers([r.steps_per_s for r in runs], _speed),
-            ]
-            lines.append(_row([f"**{name}**", *cells]))
+        marks = list(zip(*(run.marks for run in runs), strict=True))  # per mark, each run's
+        numbers = [(_count, [r.updates for r in runs]), (_score, [r.final for r in runs])]
+        numbers.append((_speed, [r.steps_per_s for r in runs]))
+        medians = [shown(statistics.median(values)) for shown, values in numbers]
+        lines.append(_row(["**median**", *map(_median_mark, marks), *medians]))
+        ranges = [_range(values, shown) for shown, values in numbers]
+        lines.append(_row(["**range**", *map(_range_mark, marks), *ranges]))
     return lines
 
 
@@ -105,10 +91,6 @@ def _passed(mark: Passed | None) -> str:
     if mark is None:
         return NOT_PASSED
     return " / ".join(shown(getattr(mark, name)) for name, shown in SHOWN.items())
-
-
-def _median(values: Sequence[float], shown: Callable[[float], str]) -> str:
-    return shown(statistics.median(values))
 
 
 def _range(values: Sequence[float], shown: Callable[[float], str]) -> str:
@@ -144,7 +126,7 @@ def check_distinct(run_dirs: Sequence[Path]) -> None:
     seen = set()
     for run_dir in run_dirs:
         if run_dir.resolve() in seen:
-            raise ValueError(f"{run_dir}: this run is given twice; give each run once")
+            raise ValueError(f"{printable(run_dir)}: this run is given twice; give each run once")
         seen.add(run_dir.resolve())
 
 

@@ -94,7 +94,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         old, data = read_npz(args.old)
     except ckpt.CheckpointError as e:
         parser.exit(2, f"{parser.prog}: error: {e}\n")
-    policy = old.rmsprop_cache is None
     try:
         with atomic_write(new, "wb", replace=False) as f:
             f.write(data)
@@ -102,6 +101,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"{parser.prog}: error: {new} exists; choose a new name\n")
     except OSError as e:
         parser.exit(1, f"{parser.prog}: error: could not write {new}: {e.strerror or e}\n")
-    kind = "policy file" if policy else "checkpoint"
+    kind = "policy file" if old.rmsprop_cache is None else "checkpoint"
     print(f"Wrote {new}: the {kind} of update {old.iteration}, the same numbers as {args.old}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -35,9 +36,9 @@ class FrameRecorder(gym.Wrapper):
         return obs, info
 
     def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, *rest = self.env.step(action)
         self.on_frame(obs)
-        return obs, reward, terminated, truncated, info
+        return obs, *rest
 
 
 def play_games(
@@ -47,13 +48,12 @@ def play_games(
     seed: int,
     on_frame: Callable[[np.ndarray], None] | None = None,
 ) -> Iterator[tuple[int, int, int]]:
-    """Play ``episodes`` games with ``model``, sampling actions as in training.
+    """Play ``episodes`` games with ``model``, sampling actions as in training; yield (points
+    won, points lost, steps) as each ends, and hand ``on_frame`` every frame played.
 
-    Game ``i`` (from 0) is seeded with ``seed + i``, its env reset and its action
-    draws alike, so two policies meet the same game seeds, and
-    ``seed=seed + i, episodes=1`` plays game ``i`` again. Yields (points won,
-    points lost, steps) as each game ends; ``on_frame``, if given, is handed
-    every frame of every game as it is played.
+    Game ``i`` (from 0) is seeded with ``seed + i``, its env reset and its action draws
+    alike, so two policies meet the same game seeds, and ``seed=seed + i, episodes=1``
+    plays game ``i`` again.
     """
     env: gym.Env = make_env(env_id)
     if on_frame is not None:
@@ -81,17 +81,11 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
     try:
         check_env(env_id)
     except ValueError as e:  # the policy's own env may have been edited into its file
-        raise UsageError(
-            f"{'--env' if given else f'--evaluate: {options.evaluate}: env'}: {e}"
-        ) from None
-    record = options.record
-    if record is not None and not record.parent.is_dir():
-        raise UsageError(f"--record: no such directory {record.parent}")
-    if record is not None and (record.is_dir() or not os.access(record.parent, os.W_OK)):
-        why = "is a directory" if record.is_dir() else "cannot be written here"
-        raise UsageError(f"--record: {record} {why}")  # said before the games, not after
+        flag = "--env" if given else f"--evaluate: {options.evaluate}: env"
+        raise UsageError(f"{flag}: {e}") from None
+    record, episodes = options.record, options.episodes
+    _check_record(record)  # said before the games, not after
     seed = fresh_seed() if seed is None else seed
-    episodes = options.episodes
     print(
         f"Playing {episodes} game{'s' * (episodes != 1)} of {env_id} with the policy of"
         f" {options.evaluate} (update {checkpoint.iteration}), seed {seed}",
@@ -108,24 +102,31 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
             scores = report(play_games(model, env_id, episodes, seed, on_frame=gif.add), seed)
             gif.close()
     points = np.array([won - lost for won, lost, _ in scores])
-    wins = sum(won > lost for won, lost, _ in scores)
-    games = f"{len(scores)} game{'s' * (len(scores) != 1)}"
     print(
-        f"Mean score {points.mean():+.2f} (standard deviation {points.std():.2f}) over {games};"
-        f" won {wins}",
+        f"Mean score {points.mean():+.2f} (standard deviation {points.std():.2f}) over"
+        f" {len(scores)} game{'s' * (len(scores) != 1)}; won {(points > 0).sum()}",
         flush=True,
     )
     if record is not None:
         print(f"Recorded {gif.frames} frames to {record}", flush=True)
 
 
+def _check_record(record: Path | None) -> None:
+    """Refuse a ``--record`` path that cannot be written (``UsageError``)."""
+    if record is not None and not record.parent.is_dir():
+        raise UsageError(f"--record: no such directory {record.parent}")
+    if record is not None and (record.is_dir() or not os.access(record.parent, os.W_OK)):
+        why = "is a directory" if record.is_dir() else "cannot be written here"
+        raise UsageError(f"--record: {record} {why}")
+
+
 def report(games: Iterator[tuple[int, int, int]], seed: int) -> list[tuple[int, int, int]]:
     """Print each game's score, and its seed, as it ends; all of them, in order."""
     scores = []
     for game, (won, lost, steps) in enumerate(games):
+        outcome = "won" if won > lost else "lost"
         print(
-            f"Game {game + 1} (seed {seed + game}): {'won' if won > lost else 'lost'}"
-            f" {won}-{lost} in {steps} steps",
+            f"Game {game + 1} (seed {seed + game}): {outcome} {won}-{lost} in {steps} steps",
             flush=True,
         )
         scores.append((won, lost, steps))

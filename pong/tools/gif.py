@@ -1,10 +1,10 @@
 """An animated GIF written frame by frame: recording 1 game or 100 takes the same memory.
 
-Pillow's own GIF writer holds every frame until it saves. This one writes each
-frame as it comes, as the rectangle that changed since the one before, and keeps
-only the previous frame and the palette. Pong draws with a handful of colours,
-so one palette of at most 256 keeps every pixel exact; its entries are filled
-in on ``close`` (the header reserves room for them).
+Pillow's own GIF writer holds every frame until it saves. This one writes each frame
+as it comes, as the rectangle that changed since the one before, and keeps only the
+previous frame and the palette. Pong draws with a handful of colours, so one palette
+of at most 256 keeps every pixel exact; it is written on ``close``, into the room the
+header left for it.
 """
 
 from __future__ import annotations
@@ -21,17 +21,12 @@ _PALETTE_AT = 13  # bytes before the global colour table: "GIF89a", screen size,
 
 
 class GifWriter:
-    """Writes RGB frames (``add``) into ``file`` (seekable) as one looping GIF.
-
-    Each frame is shown for ``frame_seconds``; a frame identical to the one
-    before lengthens it instead of adding another.
-    """
+    """Writes RGB frames (``add``) into ``file`` (seekable) as one looping GIF, each shown
+    for ``frame_seconds``; a frame identical to the one before lengthens it instead."""
 
     def __init__(self, file: IO[bytes], frame_seconds: float) -> None:
-        self.file = file
-        self.frame_seconds = frame_seconds
-        self.colours = np.zeros(0, np.uint32)  # 0xRRGGBB, sorted; index = position in palette
-        self.order = np.zeros(0, np.intp)  # palette index of each sorted colour
+        self.file, self.frame_seconds = file, frame_seconds
+        self.palette: dict[int, int] = {}  # 0xRRGGBB -> its index
         self.shown: np.ndarray | None = None  # the frame on screen, as 0xRRGGBB
         self.pending: tuple[np.ndarray, tuple[int, int]] | None = None  # a changed rectangle
         self.frames = 0  # frames added
@@ -42,15 +37,16 @@ class GifWriter:
         rgb = frame.astype(np.uint32)
         packed = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
         if self.shown is None:
-            self._header(packed.shape)
+            height, width = packed.shape
+            self.file.write(b"GIF89a" + struct.pack("<HHBBB", width, height, 0xF7, 0, 0))
+            self.file.write(bytes(256 * 3))  # the palette, filled in by close()
+            self.file.write(b"!\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00")  # loop forever
             self.pending = (self._indices(packed), (0, 0))
-        else:
-            changed = packed != self.shown
-            if changed.any():
-                self._flush()
-                rows, cols = np.flatnonzero(changed.any(1)), np.flatnonzero(changed.any(0))
-                box = packed[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1]
-                self.pending = (self._indices(box), (int(cols[0]), int(rows[0])))
+        elif (changed := packed != self.shown).any():
+            self._flush()
+            rows, cols = np.flatnonzero(changed.any(1)), np.flatnonzero(changed.any(0))
+            box = packed[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1]
+            self.pending = (self._indices(box), (int(cols[0]), int(rows[0])))
         self.shown = packed
         self.frames += 1
 
@@ -61,32 +57,21 @@ class GifWriter:
         self._flush()
         self.file.write(b";")
         palette = np.zeros((256, 3), np.uint8)
-        for position, colour in zip(self.order, self.colours, strict=True):
-            palette[position] = (colour >> 16) & 255, (colour >> 8) & 255, colour & 255
+        for colour, index in self.palette.items():
+            palette[index] = (colour >> 16) & 255, (colour >> 8) & 255, colour & 255
         self.file.seek(_PALETTE_AT)
         self.file.write(palette.tobytes())
         self.file.seek(0, 2)
 
     def _indices(self, packed: np.ndarray) -> np.ndarray:
         """The palette indices of 0xRRGGBB pixels; a colour not seen before gets the next one."""
-        at = np.searchsorted(self.colours, packed).clip(max=max(len(self.colours) - 1, 0))
-        if len(self.colours) == 0 or (self.colours[at] != packed).any():
-            new = np.setdiff1d(np.unique(packed), self.colours)
-            if len(self.colours) + len(new) > 256:
-                raise ValueError("a GIF frame can hold at most 256 colours")
-            first = len(self.colours)
-            self.colours = np.concatenate([self.colours, new])
-            self.order = np.concatenate([self.order, np.arange(first, first + len(new))])
-            sort = np.argsort(self.colours, kind="stable")
-            self.colours, self.order = self.colours[sort], self.order[sort]
-            at = np.searchsorted(self.colours, packed)
-        return self.order[at].astype(np.uint8)
-
-    def _header(self, shape: tuple[int, ...]) -> None:
-        height, width = shape
-        self.file.write(b"GIF89a" + struct.pack("<HHBBB", width, height, 0xF7, 0, 0))
-        self.file.write(bytes(256 * 3))  # the palette, filled in by close()
-        self.file.write(b"!\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00")  # loop forever
+        colours, inverse = np.unique(packed, return_inverse=True)
+        for colour in colours.tolist():
+            self.palette.setdefault(colour, len(self.palette))
+        if len(self.palette) > 256:
+            raise ValueError("a GIF frame can hold at most 256 colours")
+        lookup = np.array([self.palette[c] for c in colours.tolist()], np.uint8)
+        return lookup[inverse].reshape(packed.shape)
 
     def _flush(self) -> None:
         """Write the pending rectangle, shown until now; its time is counted without drift."""

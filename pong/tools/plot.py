@@ -7,6 +7,11 @@ means against episodes (top) and against hours of training (bottom). Reads the
 run directories' ``updates.csv`` and ``episodes.csv``; needs matplotlib
 (``pip install -e '.[plot]'``).
 
+The files are read a row at a time and a curve of over ``2 * POINTS`` rows is drawn
+from ``POINTS`` to ``2 * POINTS`` buckets of consecutive rows (``Buckets``), so a long
+run takes the memory of its drawing, not of its files: each bucket's mean, with the band
+from its least to its greatest value shaded (for the scores, the band alone).
+
 ``python -m pong.plot --weights PATH`` (a run directory, a checkpoint or a
 policy file) draws what the network learned instead: each hidden unit's ``W1``
 row as an 80 x 80 image (``pong.tools.weights``); Pillow alone draws it.
@@ -17,36 +22,74 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
+from operator import add
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+
 from pong.run.checkpoint import load
+from pong.run.errors import printable
 from pong.run.files import Directory, atomic_write
-from pong.run.metrics import EPISODES, UPDATES, read_rows
+from pong.run.metrics import EPISODES, UPDATES, rows
 from pong.tools.compare import check_distinct
 from pong.tools.weights import save_png
 
-__all__ = ["curve", "plot_run", "plot_runs", "plot_weights"]
+__all__ = ["POINTS", "Buckets", "curve", "plot_run", "plot_runs", "plot_weights"]
+
+POINTS = 2000  # buckets of a curve, at least, once it has more rows than 2 * POINTS
 
 
-def curve(run_dir: str | Path) -> tuple[list[int], list[float], list[float]]:
-    """Episodes, hours of training and the running mean after each update of a run.
+class Buckets:
+    """Rows of numbers, added one at a time into at most ``2 * POINTS`` buckets of
+    consecutive rows, each keeping its rows' least, greatest and sum of each column. A
+    bucket is one row until they are all full; then they are merged in pairs, as often as
+    needed, so the memory taken does not grow with the rows."""
+
+    def __init__(self) -> None:
+        self.size, self.rows, self.buckets = 1, 0, []  # size: rows per bucket
+
+    def add(self, *values: float) -> None:
+        if self.rows % self.size:
+            self.buckets[-1] = _merged(self.buckets[-1], (values, values, values))
+        else:
+            if len(self.buckets) == 2 * POINTS:  # all full: two become one
+                self.size *= 2
+                self.buckets = list(map(_merged, self.buckets[::2], self.buckets[1::2]))
+            self.buckets.append((values, values, values))
+        self.rows += 1
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each bucket's least, mean and greatest of each column, as (buckets, columns)."""
+        lo, hi, total = np.array(self.buckets, dtype=float).transpose(1, 0, 2)
+        counts = np.minimum(self.size, self.rows - self.size * np.arange(len(lo)))
+        return lo, total / counts[:, None], hi
+
+
+def _merged(a: tuple, b: tuple) -> tuple:
+    return tuple(map(min, a[0], b[0])), tuple(map(max, a[1], b[1])), tuple(map(add, a[2], b[2]))
+
+
+def _updates(run_dir: Path) -> Buckets:
+    """Episodes, hours of training, running mean and steps/s after each update of a run."""
+    buckets, seconds = Buckets(), 0.0
+    for row in rows(run_dir / UPDATES):
+        seconds += float(row["seconds"])
+        running, speed = float(row["running_reward"]), float(row["steps_per_s"])
+        buckets.add(int(row["episodes"]), seconds / 3600, running, speed)
+    return buckets
+
+
+def curve(run_dir: str | Path) -> tuple[list[float], list[float], list[float]]:
+    """Episodes, hours of training and the running mean after each update of a run (each
+    bucket's mean, once there are more than ``2 * POINTS`` updates).
 
     Raises:
         ValueError: the directory has no metrics.
     """
-    return _curve(read_rows(Path(run_dir) / UPDATES))
-
-
-def _curve(updates: list[dict[str, str]]) -> tuple[list[int], list[float], list[float]]:
-    """``curve`` from a run's rows of ``updates.csv``."""
-    episodes, hours, running, seconds = [], [], [], 0.0
-    for row in updates:
-        seconds += float(row["seconds"])
-        episodes.append(int(row["episodes"]))
-        hours.append(seconds / 3600)
-        running.append(float(row["running_reward"]))
+    _, mean, _ = _updates(Path(run_dir)).result()
+    episodes, hours, running, _ = mean.T.tolist()
     return episodes, hours, running
 
 
@@ -59,6 +102,16 @@ def _pyplot():
     return plt
 
 
+def _draw(axes, buckets: Buckets, x: int, y: int, scale: float = 1.0, **style) -> None:
+    """Column ``y`` of ``buckets`` against column ``x`` (times ``scale``): the means, and the
+    band from the least to the greatest where a bucket holds several rows."""
+    lo, mean, hi = buckets.result()
+    axes.plot(mean[:, x] * scale, mean[:, y], **style)
+    if buckets.size > 1:
+        band = mean[:, x] * scale, lo[:, y], hi[:, y]
+        axes.fill_between(*band, color=style["color"], alpha=0.3, linewidth=0)
+
+
 def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     """Draw the run's curves into ``output`` (default ``RUN_DIR/learning_curve.png``).
 
@@ -67,34 +120,26 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
         ImportError: matplotlib is not installed.
     """
     run_dir = Path(run_dir)
-    updates, episodes = read_rows(run_dir / UPDATES), read_rows(run_dir / EPISODES)
-    at_episode, hours, running = _curve(updates)  # the rows just read, not the file again
+    updates, games = _updates(run_dir), Buckets()
+    for row in rows(run_dir / EPISODES):
+        games.add(int(row["episode"]), float(row["reward"]))
+    lo, mean, hi = games.result()
     plt = _pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), layout="constrained")
-    scores = [float(r["reward"]) for r in episodes]
-    top.scatter(
-        [int(r["episode"]) for r in episodes],
-        scores,
-        s=4,
-        alpha=0.3,
-        color="tab:gray",
-        label="episode score",
-    )
-    top.plot(at_episode, running, color="tab:blue", label="running mean")
-    limit = max(1.0, max(abs(x) for x in scores)) + 0.5  # Pong: +-21.5
+    if games.size == 1:
+        top.scatter(*mean.T, s=4, alpha=0.3, color="tab:gray", label="episode score")
+    else:
+        label = f"episode scores, least to most of each {games.size:,} games"
+        top.fill_between(mean[:, 0], lo[:, 1], hi[:, 1], color="tab:gray", alpha=0.3, label=label)
+    _draw(top, updates, 0, 2, color="tab:blue", label="running mean")
+    limit = max(1.0, -lo[:, 1].min(), hi[:, 1].max()) + 0.5  # Pong: +-21.5
     top.set(xlabel="episodes", ylabel="score (points won - lost)", ylim=(-limit, limit))
     top.axhline(0, color="black", linewidth=0.5)
     top.legend(loc="upper left")
-    top.set_title(f"{run_dir.name}: {len(updates)} updates, {len(episodes)} episodes")
-
-    unit, scale = ("hours", 1) if hours[-1] > 3 else ("minutes", 1 / 60)
-    bottom.plot(
-        [t / scale for t in hours],
-        [float(r["steps_per_s"]) for r in updates],
-        color="tab:orange",
-    )
+    top.set_title(f"{printable(run_dir.name)}: {updates.rows} updates, {games.rows} episodes")
+    unit, scale = ("hours", 1) if updates.result()[2][-1, 1] > 3 else ("minutes", 60)
+    _draw(bottom, updates, 1, 3, scale, color="tab:orange")
     bottom.set(xlabel=f"training time ({unit})", ylabel="env steps/s", ylim=(0, None))
-
     if output is not None:
         return _save(fig, Path(output))
     return _save(fig, run_dir / "learning_curve.png", below=run_dir)
@@ -107,15 +152,15 @@ def plot_runs(run_dirs: Sequence[str | Path], output: str | Path) -> Path:
         ValueError: a directory has no metrics.
         ImportError: matplotlib is not installed.
     """
-    curves = [(str(Path(run_dir)), curve(run_dir)) for run_dir in run_dirs]
+    curves = [(printable(Path(run_dir)), curve(run_dir)) for run_dir in run_dirs]
     longest = max(hours[-1] for _, (_, hours, _) in curves)
-    unit, scale = ("hours", 1) if longest > 1 else ("minutes", 1 / 60)
+    unit, scale = ("hours", 1) if longest > 1 else ("minutes", 60)
     plt = _pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), layout="constrained")
     for name, (episodes, hours, running) in curves:
         label = f"./{name}" if name.startswith("_") else name  # "_x" would hide from the legend
         top.plot(episodes, running, label=label)
-        bottom.plot([t / scale for t in hours], running, label=label)
+        bottom.plot([t * scale for t in hours], running, label=label)
     top.set(xlabel="episodes", ylabel="running mean of the score")
     bottom.set(xlabel=f"{unit} of training", ylabel="running mean of the score")
     for axes in (top, bottom):
@@ -140,13 +185,9 @@ def _written(output: Path, below: Path | None) -> Iterator[BinaryIO]:
     if below is None:
         with atomic_write(output) as f:
             yield f
-        return
-    directory = Directory.open(below)
-    try:
-        with directory.write(output.name) as f:
+    else:
+        with closing(Directory.open(below)) as directory, directory.write(output.name) as f:
             yield f
-    finally:
-        directory.close()
 
 
 def plot_weights(path: str | Path, output: str | Path | None = None) -> Path:
@@ -159,9 +200,7 @@ def plot_weights(path: str | Path, output: str | Path | None = None) -> Path:
     W1 = load(path, policy=True).weights["W1"]
     below = path if output is None and path.is_dir() else None
     if output is None:
-        output = (
-            path / "weights.png" if path.is_dir() else path.with_name(f"{path.stem}-weights.png")
-        )
+        output = path / "weights.png" if below else path.with_name(f"{path.stem}-weights.png")
     with _written(Path(output), below) as f:
         save_png(W1, f)
     return Path(output)
@@ -212,7 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except OSError as e:  # the PNG could not be written there
         print(
-            f"{parser.prog}: error: {e.filename or args.output}: {e.strerror or e}", file=sys.stderr
+            f"{parser.prog}: error: {printable(e.filename or args.output)}: {e.strerror or e}",
+            file=sys.stderr,
         )
         return 1
     except ImportError:
@@ -221,5 +261,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    print(drawn)  # outside the try: an error here is the output's, not the PNG's
+    print(printable(drawn))  # outside the try: an error here is the output's, not the PNG's
     return 0

@@ -1,19 +1,17 @@
 """Watching a run improve: every ``--watch-every`` updates, the weights and a game of the policy.
 
-As CleanRL's ``--capture-video`` lets its users watch an agent while it trains,
-the driver draws ``W1``'s hidden units (``pong.tools.weights``) and plays one game of
-the current policy in its own process, and keeps both in the run's TensorBoard
-(the Images tab: ``watch/weights``, ``watch/game``, animated) and in
-``RUN_DIR/watch/`` as ``weights-UPDATE.png`` and ``game-UPDATE.gif``. The game is
-seeded by the update's number, shown at half size, and sampled as in training.
+As CleanRL's ``--capture-video`` lets its users watch an agent while it trains, the
+driver draws ``W1``'s hidden units (``pong.tools.weights``) and plays one game of the
+current policy in its own process, and keeps both in the run's TensorBoard (the Images
+tab: ``watch/weights``, ``watch/game``, animated) and in ``RUN_DIR/watch/`` as
+``weights-UPDATE.png`` and ``game-UPDATE.gif``. The game is seeded by the update's
+number, shown at half size, and sampled as in training.
 """
 
 from __future__ import annotations
 
 import io
 from typing import NamedTuple
-
-import numpy as np
 
 from pong.core.model import Model
 from pong.tools.evaluate import FRAME_SECONDS, play_games
@@ -37,17 +35,9 @@ class Snapshot(NamedTuple):
 
 def take(model: Model, env_id: str, seed: int) -> Snapshot:
     """Draw ``model``'s weights and play one game of ``env_id`` (game seed ``seed``)."""
-    png = io.BytesIO()
+    png, game = io.BytesIO(), io.BytesIO()
     shape = save_png(model.weights["W1"], png)
-    gif_file = io.BytesIO()
-    gif = GifWriter(gif_file, FRAME_SECONDS)
-    frames: list[tuple[int, int]] = []  # the shape of the game's frames
-
-    def add(frame: np.ndarray) -> None:
-        half = frame[::2, ::2]
-        frames[:] = [half.shape[:2]]
-        gif.add(half)
-
-    [(won, lost, steps)] = play_games(model, env_id, 1, seed, on_frame=add)
+    gif = GifWriter(game, FRAME_SECONDS)
+    [(won, lost, steps)] = play_games(model, env_id, 1, seed, lambda f: gif.add(f[::2, ::2]))
     gif.close()
-    return Snapshot(png.getvalue(), shape, gif_file.getvalue(), frames[0], won, lost, steps)
+    return Snapshot(png.getvalue(), shape, game.getvalue(), gif.shown.shape, won, lost, steps)

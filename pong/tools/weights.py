@@ -1,11 +1,10 @@
 """What the network learned, as a picture: each hidden unit's ``W1`` row as an 80 x 80 image.
 
-A row of ``W1`` holds one weight per input pixel, so drawn where those pixels
-are it shows what the unit looks for, as in the 2016 post: white where a ball
-or paddle pixel arriving raises the unit's activation, black where it lowers
-it. A fresh network's rows are noise; a trained one's show the ball's paths
-and the paddles' columns. The same picture is drawn by ``python -m pong.plot
---weights`` and into TensorBoard every ``--watch-every`` updates.
+A row of ``W1`` holds one weight per input pixel, so drawn where those pixels are it
+shows what the unit looks for, as in the 2016 post: white where a ball or paddle pixel
+arriving raises the unit's activation, black where it lowers it. A fresh network's rows
+are noise; a trained one's show the ball's paths and the paddles' columns. Drawn by
+``python -m pong.plot --weights`` and into TensorBoard every ``--watch-every`` updates.
 
 Example:
     >>> import numpy as np
@@ -22,36 +21,28 @@ from PIL import Image
 
 from pong.core.model import D
 
-__all__ = ["COLUMNS", "SIDE", "picture", "save_png", "unit_images"]
+__all__ = ["COLUMNS", "SIDE", "picture", "save_png"]
 
 SIDE = 80  # an input is an 80 x 80 image, flattened row by row
 COLUMNS = 20  # units per row of the picture: 200 units make 10 rows
 GAP = 1  # black pixels between units
 
 
-def unit_images(W1: np.ndarray) -> np.ndarray:
-    """``W1`` (H, D) as H images (H, 80, 80), each scaled to [-1, 1] by its largest weight.
-
-    Each unit gets its own scale: the weights of different units differ in size,
-    and the picture is about where each unit looks, not how strongly.
-    """
-    images = np.asarray(W1, dtype=np.float64).reshape(-1, SIDE, SIDE)
-    largest = np.abs(images).max(axis=(1, 2), keepdims=True)
-    return images / np.where(largest > 0, largest, 1.0)
-
-
 def picture(W1: np.ndarray, columns: int = COLUMNS) -> np.ndarray:
-    """The units of ``W1`` (H, D) side by side: a uint8 grey image, 128 for a weight of 0.
+    """The units of ``W1`` (H, D) side by side, unit ``i`` at row ``i // columns``, column
+    ``i % columns``: a uint8 grey image, 128 for a weight of 0.
 
-    Unit ``i`` is at row ``i // columns``, column ``i % columns`` of the grid.
+    Each unit is scaled to [-1, 1] by its own largest weight: the weights of different
+    units differ in size, and the picture is about where each unit looks, not how strongly.
     """
     if W1.shape[1:] != (D,):
         raise ValueError(f"W1 has shape {W1.shape}, expected (units, {D})")
-    images = unit_images(W1)
-    rows = -(-len(images) // columns)
+    images = np.asarray(W1, dtype=np.float64).reshape(-1, SIDE, SIDE)
+    largest = np.abs(images).max(axis=(1, 2), keepdims=True)
+    images = images / np.where(largest > 0, largest, 1.0)
     step = SIDE + GAP
-    canvas = np.full((rows * step - GAP, columns * step - GAP), -1.0)  # black between units
-    for i, image in enumerate(images):
+    canvas = np.full((-(-len(images) // columns) * step - GAP, columns * step - GAP), -1.0)
+    for i, image in enumerate(images):  # black between units
         r, c = divmod(i, columns)
         canvas[r * step : r * step + SIDE, c * step : c * step + SIDE] = image
     return np.round(127.5 + 127.5 * canvas).clip(0, 255).astype(np.uint8)

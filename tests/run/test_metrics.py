@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from pong.run.errors import UsageError
+from pong.run.errors import UsageError, printable
 from pong.run.metrics import EPISODES, UPDATES, MetricsLog, main, read_rows
+from tests.helpers import ROOT
 
 
 def _row(update: int) -> dict[str, object]:
@@ -27,6 +32,27 @@ def _episodes(update: int) -> list[dict[str, object]]:
         {"episode": 2 * update - 1 + i, "update": update, "reward": -21.0 + i, "steps": 900}
         for i in range(2)
     ]
+
+
+def odd_run(tmp_path, updates: int = 3) -> Path:
+    """A run directory whose name is not UTF-8 (``run-\\xff``), holding ``updates`` updates."""
+    run = Path(os.fsdecode(os.fsencode(tmp_path) + b"/run-\xff"))
+    try:
+        run.mkdir()
+    except OSError:  # a file system that only takes UTF-8 names
+        pytest.skip("this file system refuses a name that is not UTF-8")
+    log = MetricsLog(run)
+    for update in range(1, updates + 1):
+        log.write(_row(update), _episodes(update))
+    log.close()
+    return run
+
+
+def run_module(module: str, *args: str | os.PathLike) -> subprocess.CompletedProcess:
+    """``python -m module args`` with a strict UTF-8 output, as in a UTF-8 locale."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    command = [sys.executable, "-m", module, *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
 
 
 def _read(path) -> list[dict[str, str]]:
@@ -156,3 +182,17 @@ def test_a_damaged_metrics_file_is_one_line_naming_the_line(
         return
     assert main([str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"python -m pong.metrics: error: {path}, {message}\n"
+
+
+def test_a_run_whose_name_is_not_utf8_is_summarized_or_named_printably(tmp_path) -> None:
+    run = odd_run(tmp_path)
+    proc = run_module("pong.metrics", run)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.startswith("3 updates, 6 episodes, 2,700 env steps")
+    (run / UPDATES).unlink()
+    proc = run_module("pong.metrics", run)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"python -m pong.metrics: error: {printable(run / UPDATES)}: no such file;"
+        f" is {printable(run)} a run directory?\n"
+    )

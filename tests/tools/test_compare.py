@@ -4,10 +4,11 @@ import os
 import subprocess
 import sys
 
+from pong.run.errors import printable
 from pong.run.metrics import UPDATES, MetricsLog
 from pong.tools.compare import MARKS, figures, main, table
 from tests.helpers import ROOT
-from tests.run.test_metrics import _row
+from tests.run.test_metrics import _row, odd_run, run_module
 
 
 def _run(directory, running_means: list[float], seconds: float, steps: int = 1000):
@@ -96,3 +97,16 @@ def test_a_reader_that_closed_the_pipe_ends_it_quietly(tmp_path) -> None:
     )
     os.close(write)
     assert (proc.returncode, proc.stderr) == (141, "")
+
+
+def test_a_run_whose_name_is_not_utf8_is_named_printably(tmp_path) -> None:
+    run = odd_run(tmp_path)
+    proc = run_module("pong.compare", run)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.splitlines()[2].startswith(f"| {printable(run)} | not passed |")
+    proc = run_module("pong.compare", run, f"{run}/")
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"python -m pong.compare: error: {printable(run)}: this run is given twice;"
+        " give each run once\n"
+    )

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
 from pong.run.checkpoint import FILENAME, save
+from pong.run.errors import printable
 from pong.run.metrics import MetricsLog
 from pong.tools import plot
 from tests.run.test_checkpoint import make_checkpoint
-from tests.run.test_metrics import _episodes, _row
+from tests.run.test_metrics import _episodes, _row, odd_run, run_module
 
 
 def test_plot_writes_a_png_of_the_run(tmp_path) -> None:
@@ -138,3 +141,50 @@ def test_a_link_planted_at_a_default_output_in_the_run_is_one_line(tmp_path, nam
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{tmp_path / 'run' / name}: a symbolic link; refusing" in err
     assert victim.read_bytes() == b"mine" and (tmp_path / "run" / name).is_symlink()
+
+
+def test_a_run_whose_name_is_not_utf8_is_drawn_and_named_printably(tmp_path) -> None:
+    run = odd_run(tmp_path)
+    proc = run_module("pong.plot", run)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout == f"{printable(run / 'learning_curve.png')}\n"
+    assert (run / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    other = tmp_path / "other"
+    other.mkdir()
+    log = MetricsLog(other)
+    log.write(_row(1), _episodes(1))
+    log.close()
+    proc = run_module("pong.plot", run, other, "--output", tmp_path / "both.png")
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
+def test_buckets_keep_each_bucket_s_least_mean_and_greatest() -> None:
+    rows = 5 * plot.POINTS + 3
+    buckets = plot.Buckets()
+    values = np.random.default_rng(0).normal(size=rows)
+    for i, v in enumerate(values):
+        buckets.add(i, v)
+    lo, mean, hi = buckets.result()
+    assert buckets.size == 4 and len(mean) == -(-rows // 4)  # between POINTS and 2 * POINTS
+    groups = [values[i : i + 4] for i in range(0, rows, 4)]
+    np.testing.assert_array_equal(lo[:, 1], [g.min() for g in groups])
+    np.testing.assert_array_equal(hi[:, 1], [g.max() for g in groups])
+    np.testing.assert_allclose(mean[:, 1], [g.mean() for g in groups])
+    np.testing.assert_allclose(
+        mean[:, 0], [np.arange(i, min(i + 4, rows)).mean() for i in range(0, rows, 4)]
+    )
+
+
+def test_a_long_run_is_drawn_in_memory_that_does_not_grow_with_it(tmp_path) -> None:
+    from benchmarks.plot_memory import write_run
+
+    plot._pyplot()  # matplotlib's own memory, taken once, is not the run's
+    write_run(tmp_path, rows=20_000, games=1)
+    tracemalloc.start()
+    try:
+        plot.plot_run(tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # The drawing's memory, about 3 MiB; reading the rows as dicts of str took 30 here.
+    assert peak < 8 * 2**20, f"{peak / 2**20:.1f} MiB"
