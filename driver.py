@@ -9,15 +9,11 @@ Run (from the repository root, after the README's install):
     .venv/bin/python driver.py --resume runs/20261122-031402
     .venv/bin/python driver.py --evaluate results/pong-v5/policy.safetensors --episodes 3
 
-Each update, the RolloutWorker actors (one per CPU, at most the batch size) play
-the batch's games with the current weights, each taking the next game as it
-finishes one, and return their gradients; the trainer adds them up as they
-arrive and applies one RMSProp step (pong/core/train.py). One line per update:
+Each update, the RolloutWorker actors (one per CPU, at most the batch size) play the
+batch's games, each taking the next as it finishes one; the trainer adds their gradients
+as they arrive and applies one RMSProp step (pong/core/train.py). One line per update:
 
   Batch 1 computed 10 rollouts (10169 steps) in 1.96 seconds (5181 steps/s), running mean is -20.97
-
-A fresh policy loses about 21-0; it takes thousands of games before the
-running mean visibly climbs.
 """
 
 from __future__ import annotations
@@ -45,7 +41,7 @@ import ray
 from pong.core.schedule import WorkerError
 from pong.core.train import NonFiniteError, Trainer
 from pong.envs.make import check_env
-from pong.run.cluster import cluster_summary, connect, resolve_address
+from pong.run.cluster import ClusterError, cluster_summary, connect, resolve_address
 from pong.run.config import Config, Options, Watch, add_flags, fill, given, hyperparameters
 from pong.run.directory import Run
 from pong.run.errors import PongError, UsageError, output_closed
@@ -122,25 +118,21 @@ def prepare(args: argparse.Namespace, options: Options) -> Run:
     return run
 
 
-def new_trainer(run: Run) -> Trainer:
-    """The trainer of ``run``'s settings, from the state it starts from."""
-    return Trainer(**hyperparameters(run.config), state=run.initial)
-
-
 def train(run: Run, options: Options, stops: Stops, address: str | None = None) -> None:
-    """Start the workers, then update until the options stop it (or forever), one line each.
-
-    Whatever ends it (a stop, Ray failing under it, an error), the last finished
-    update is saved on the way out.
-    """
+    """Start the workers, then update until the options stop it (or forever), one line each;
+    whatever ends it (a stop, Ray failing under it, an error), the last finished update is saved."""
     trainer, first, iterations = None, run.saved_at, options.iterations
+    run.training = True  # an error from here on says what the run kept
     try:
-        trainer = new_trainer(run)
+        trainer = Trainer(**hyperparameters(run.config), state=run.initial)
         print(started(trainer), flush=True)
         while (iterations is None or trainer.iteration - first < iterations) and not reached(
             trainer.running_reward, options.until_mean
         ):
-            update = trainer.play()  # a stop or a failure here loses only this update's games
+            try:
+                update = trainer.play()  # a stop or a failure here loses only this update's games
+            except OSError as e:  # Ray's own connection broke (its raylet, or a node, is gone)
+                raise ClusterError(f"lost contact with Ray ({e.strerror or e})") from None
             with stops.held():  # applied, counted, recorded and printed, or none of these
                 trainer.apply(update)
                 run.record(update, trainer)

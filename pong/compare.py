@@ -1,9 +1,7 @@
 """``python -m pong.compare``: the command of ``pong.tools.compare``, by its short name."""
 
-import sys
-
 from pong.run.errors import quiet_when_piped
 from pong.tools.compare import main
 
 if __name__ == "__main__":
-    sys.exit(quiet_when_piped(main, "python -m pong.compare"))
+    quiet_when_piped(main, "python -m pong.compare")

@@ -1,9 +1,7 @@
 """``python -m pong.convert``: the command of ``pong.tools.convert``, by its short name."""
 
-import sys
-
 from pong.run.errors import quiet_when_piped
 from pong.tools.convert import main
 
 if __name__ == "__main__":
-    sys.exit(quiet_when_piped(main, "python -m pong.convert"))
+    quiet_when_piped(main, "python -m pong.convert")

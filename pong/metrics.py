@@ -1,9 +1,7 @@
 """``python -m pong.metrics``: the command of ``pong.run.metrics``, by its short name."""
 
-import sys
-
 from pong.run.errors import quiet_when_piped
 from pong.run.metrics import main
 
 if __name__ == "__main__":
-    sys.exit(quiet_when_piped(main, "python -m pong.metrics"))
+    quiet_when_piped(main, "python -m pong.metrics")

@@ -1,9 +1,7 @@
 """``python -m pong.plot``: the command of ``pong.tools.plot``, by its short name."""
 
-import sys
-
 from pong.run.errors import quiet_when_piped
 from pong.tools.plot import main
 
 if __name__ == "__main__":
-    sys.exit(quiet_when_piped(main, "python -m pong.plot"))
+    quiet_when_piped(main, "python -m pong.plot")

@@ -1,9 +1,8 @@
 """Connecting to Ray: a local instance, or an existing cluster checked before joining.
 
-``ray.init(address=...)`` on an address where nothing answers retries for
-minutes: ``connect`` first checks that something answers there, and turns what
-``ray.init`` raises (a refused token, a Ray that could not start) into one line.
-"""
+``ray.init`` retries for minutes where nothing answers: ``connect`` first checks that
+something does, and turns what ``ray.init`` raises (a refused token, a Ray that could not
+start) into one line."""
 
 from __future__ import annotations
 
@@ -18,15 +17,7 @@ import ray
 
 from pong.run.errors import PongError, UsageError
 
-__all__ = [
-    "ClusterError",
-    "cluster_summary",
-    "first_line",
-    "connect",
-    "joined",
-    "local_ray_settings",
-    "resolve_address",
-]
+__all__ = ["ClusterError", "cluster_summary", "connect", "joined", "resolve_address"]
 
 PROBE_TIMEOUT_S = 10.0  # TCP connect to the head node
 TOKEN_HELP = (
@@ -40,10 +31,8 @@ class ClusterError(PongError):
 
 
 def resolve_address(flag: str | None) -> str | None:
-    """The cluster to join: the ``--address``/``--redis-address`` flag, else ``RAY_ADDRESS``.
-
-    ``None`` means: start a local Ray.
-    """
+    """The cluster to join: the ``--address``/``--redis-address`` flag, else ``RAY_ADDRESS``;
+    ``None``: start a local Ray."""
     if flag is not None and not flag.strip():
         raise UsageError("the cluster address is empty; give HOST:PORT, or none for a local Ray")
     address = flag or os.environ.get("RAY_ADDRESS") or None
@@ -58,26 +47,17 @@ def resolve_address(flag: str | None) -> str | None:
 
 
 def local_ray_settings() -> None:
-    """Settings for a Ray that this process is about to start (a cluster keeps its own).
-
-    On a small machine every background wake-up takes a running game off its core:
-
-    - A new Ray starts one worker process per CPU in advance, for tasks. This
-      program runs only actors, whose ``runtime_env`` those processes lack, so
-      they would sit idle all run, each waking 100 times a second.
-    - Ray's metrics feed a dashboard, which a local run does not start.
-
-    A user's own ``RAY_prestart_worker_first_driver`` or
-    ``RAY_enable_metrics_collection`` wins.
-    """
+    """Settings for a Ray this process is about to start (a cluster keeps its own): on a small
+    machine every background wake-up takes a game off its core. A user's own setting wins."""
+    # The worker processes a new Ray starts per CPU in advance, for tasks, lack our actors'
+    # runtime_env: they would sit idle all run, each waking 100 times a second.
     os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
-    os.environ.setdefault("RAY_enable_metrics_collection", "0")
+    os.environ.setdefault("RAY_enable_metrics_collection", "0")  # for a dashboard not started
 
 
 def _recorded_address() -> str:
-    """What ``--address=auto`` joins: the cluster ``ray start`` last recorded on this
-    machine (``/tmp/ray/ray_current_cluster``). Unlike Ray's own "auto", never some
-    other process's private Ray that happens to be running here."""
+    """What ``--address=auto`` joins: the cluster ``ray start`` last recorded in
+    ``/tmp/ray/ray_current_cluster`` (unlike Ray's "auto", never another process's Ray)."""
     try:
         from ray._private.utils import read_ray_address  # private
     except ImportError:
@@ -114,50 +94,38 @@ def _split(address: str) -> tuple[str, int] | None:
     return host.strip("[]"), int(port)
 
 
-def _check_address(address: str) -> None:
-    """Raise ``ClusterError`` unless a Ray head that accepts us answers at ``address``."""
+def _checked(address: str) -> str:
+    """``address`` (``auto`` resolved) once something answers there, else ``ClusterError``."""
+    auto = address == "auto"
+    if auto:
+        address = _recorded_address()
     parts = _split(address)
     if parts is None:
-        return
+        return address
     try:
         socket.create_connection(parts, timeout=PROBE_TIMEOUT_S).close()
     except OSError as e:
-        reason = e.strerror or type(e).__name__
-        raise ClusterError(f"no Ray cluster answers at {address}: {reason}") from None
-
-
-def _checked(address: str) -> str:
-    """``address`` (``auto`` resolved) once something answers there, else ``ClusterError``."""
-    if address != "auto":
-        _check_address(address)
-        return address
-    address = _recorded_address()
-    try:
-        _check_address(address)
-    except ClusterError as e:  # a head that stopped leaves its address file behind
-        raise ClusterError(
-            f"{e} (--address=auto: the cluster last started here with `ray start`;"
-            " start it again, or give a live HOST:PORT)"
-        ) from None
+        line = f"no Ray cluster answers at {address}: {e.strerror or type(e).__name__}"
+        if auto:  # a head that stopped leaves its address file behind
+            line += (
+                " (--address=auto: the cluster last started here with `ray start`;"
+                " start it again, or give a live HOST:PORT)"
+            )
+        raise ClusterError(line) from None
     return address
 
 
 def _raise_for(address: str, error: BaseException) -> None:
-    """Turn what Ray raised while joining ``address`` into a one-line ``ClusterError``.
-
-    Ray reports a missing or refused token only on stderr (its own lines, before ours);
-    what it raises is a plain ``ConnectionError``, so the line says what to check.
-    """
+    """Turn what Ray raised while joining ``address`` into a one-line ``ClusterError``; for
+    a refused token Ray raises a plain ``ConnectionError``, so the line says what to check."""
     token_mode = os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
     if token_mode and "no authentication token was found" in str(error):
         raise ClusterError(f"RAY_AUTH_MODE=token is set but no token was found: {TOKEN_HELP}")
     line = f"could not join the Ray cluster at {address}: {first_line(error)}"
     if isinstance(error, ConnectionError):  # something answered there: maybe a token problem
-        check = (
-            "that this machine's token is the head node's ~/.ray/auth_token"
-            if token_mode
-            else TOKEN_HELP
-        )
+        check = TOKEN_HELP
+        if token_mode:
+            check = "check that this machine's token is the head node's ~/.ray/auth_token"
         line += f"; if the cluster uses token authentication, {check}"
     raise ClusterError(line)
 
@@ -169,11 +137,8 @@ def first_line(error: BaseException) -> str:
 
 
 def connect(address: str | None, num_cpus: int | None = None) -> None:
-    """Join the cluster at ``address``, or start a local Ray when it is ``None``.
-
-    Args:
-        address: ``HOST:PORT`` of a head node (or ``"auto"``), or ``None``.
-        num_cpus: CPUs of the local Ray; only with ``address=None``.
+    """Join the cluster at ``address`` (``HOST:PORT`` or ``"auto"``), or start a local Ray of
+    ``num_cpus`` CPUs when it is ``None``.
 
     Raises:
         ClusterError: nothing answers at ``address``, the cluster refuses the
@@ -181,8 +146,7 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
     """
     if address is not None and num_cpus is not None:
         raise UsageError("--num-cpus applies to a local Ray only, not with a cluster address")
-    # A new local Ray turns token authentication on and says how to opt out; we
-    # keep it on, so the advice is noise here.
+    # A new local Ray turns token authentication on and says how to opt out: noise here.
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
         logging.ERROR
     )

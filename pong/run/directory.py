@@ -1,10 +1,6 @@
-"""A run's life, with one owner: its directory, checkpoint and metrics.
-
-``Run.start`` makes a new run, ``Run.resume`` continues a saved one with its
-own settings. ``Run.record`` writes each finished update's metrics and, every
-``checkpoint_every`` updates, its checkpoint; ``Run.close`` saves whatever the
-last checkpoint lacks.
-"""
+"""A run's life, with one owner: ``Run.start`` makes a new run, ``Run.resume`` continues a
+saved one with its own settings, ``Run.record`` writes each update's metrics and, when due,
+its checkpoint, and ``Run.close`` saves whatever the last checkpoint lacks."""
 
 from __future__ import annotations
 
@@ -40,8 +36,7 @@ JOB_CONFIG = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray's job supervisor for it
 
 
 def in_ray_job() -> bool:
-    """Whether this driver is a Ray job's entrypoint (``ray job submit``): its working
-    directory is then a temporary copy of the submitted one, deleted with the job."""
+    """Whether this driver is a Ray job's entrypoint, whose working directory Ray deletes."""
     return JOB_CONFIG in os.environ
 
 
@@ -84,11 +79,10 @@ class Run:
     def __init__(
         self, directory: Path, config: Config, saved: Checkpoint | None, checkpoint_every: int
     ) -> None:
-        self.directory = directory
-        self.config = config
+        self.directory, self.config, self.checkpoint_every = directory, config, checkpoint_every
+        self.training = False  # the trainer is starting or started (a failure says what was kept)
         self.saved = saved  # the checkpoint this run resumes from (None: a new run)
         self.start_from: tuple[Path, Checkpoint] | None = None  # --start-from: file, contents
-        self.checkpoint_every = checkpoint_every
         self.checkpoint_seconds = math.inf  # also save after an update this long after the last
         self.saved_time = time.monotonic()  # when the last save was (or the run began)
         self.watch_every = 0  # updates between snapshots (pong.tools.snapshot); 0: none
@@ -110,12 +104,10 @@ class Run:
         start_from: Path | None = None,
         env_given: bool = True,
     ) -> Run:
-        """A new run in ``directory``; a random seed if none.
-
-        The default directory is ``runs/<start time>``, or ``~/ray_results/pong/<start
-        time>`` in a Ray job. With ``start_from``, a policy file, checkpoint or run
-        directory, the run starts from its weights with a fresh RMSProp cache and
-        counters from 0, and plays its env unless ``env_given``.
+        """A new run in ``directory`` (default ``runs/<start time>``, in a Ray job
+        ``~/ray_results/pong/<start time>``); a random seed if none. With ``start_from``, a
+        policy file, checkpoint or run directory, it starts from those weights (see
+        ``initial``) and plays their env unless ``env_given``.
 
         Raises:
             UsageError: ``start_from`` cannot be read as weights.
@@ -146,25 +138,15 @@ class Run:
         weights with a fresh RMSProp cache and counters from 0 (``None``: fresh weights)."""
         if self.saved is not None or self.start_from is None:
             return self.saved
-        weights = self.start_from[1].weights
-        return Checkpoint(
-            weights=weights,
-            rmsprop_cache=zeros_like_weights(weights),
-            iteration=0,
-            episodes=0,
-            steps=0,
-            running_reward=None,
-            best_running_reward=None,
-            config=self.config,
-        )
+        weights = self.start_from[1].weights  # iteration, episodes, steps 0; no running mean
+        return Checkpoint(weights, zeros_like_weights(weights), 0, 0, 0, None, None, self.config)
 
     @classmethod
     def resume(cls, path: Path, flags: dict[str, Any], checkpoint_every: int) -> Run:
         """The run saved in ``path`` (its checkpoint or its directory), with its settings.
 
         Raises:
-            UsageError: the checkpoint cannot be used, or a flag in ``flags``
-                (settings given on the command line) contradicts its settings.
+            UsageError: the checkpoint cannot be used, or a flag in ``flags`` contradicts it.
         """
         kept_after_the_job(path, "--resume")
         if path.is_file() and path.name == OLD_FILENAME:
@@ -197,8 +179,8 @@ class Run:
         """Own the directory (an OS lock), before anything is written or Ray started.
 
         Raises:
-            UsageError: the directory cannot be made or written, another driver
-                owns it, or it holds files this run must not write over.
+            UsageError: it cannot be made or written, another driver owns it, or it holds
+                files this run must not write over.
         """
         if self.directory.is_symlink():
             raise UsageError(
@@ -236,17 +218,12 @@ class Run:
                 f"{self.directory} already holds a run; continue it with --resume {self.directory}"
                 " or choose another --run-dir"
             )
-        for name in (UPDATES, EPISODES):
-            if _holds_rows(self.dir, name):
-                raise UsageError(
-                    f"{self.directory} already holds a run's {name}; choose another --run-dir"
-                )
-        for name in names:
-            if name.startswith(EVENTS):
-                raise UsageError(
-                    f"{self.directory} already holds a run's TensorBoard events ({name});"
-                    " choose another --run-dir"
-                )
+        held = [name for name in (UPDATES, EPISODES) if _holds_rows(self.dir, name)]
+        held += [f"TensorBoard events ({name})" for name in names if name.startswith(EVENTS)]
+        if held:
+            raise UsageError(
+                f"{self.directory} already holds a run's {held[0]}; choose another --run-dir"
+            )
 
     def record(self, update: Update, trainer: Trainer) -> None:
         """The metrics of the update ``trainer`` just made; its checkpoint when one is due."""
@@ -269,30 +246,26 @@ class Run:
     def watch(self, shot: Snapshot, trainer: Trainer) -> str | None:
         """``shot`` of ``trainer``'s policy into TensorBoard and ``watch/``; a warning line
         instead when it cannot be written (a full disk, a bad ``watch/``): the run goes on."""
+        watched, n, steps = self.directory / WATCH, trainer.iteration, trainer.steps
+        lost = "no picture or game of this update was kept"
         try:
-            self._watch(shot, trainer)
+            with writing(watched, lost):
+                watch_dir = self.dir.subdirectory(WATCH)  # a link planted there is refused
+            try:
+                for name, data in (
+                    (f"weights-{n:06d}.png", shot.weights_png),
+                    (f"game-{n:06d}.gif", shot.game_gif),
+                ):
+                    with writing(watched / name, lost), watch_dir.write(name) as f:
+                        f.write(data)
+            finally:
+                watch_dir.close()
+            with writing(self.directory, lost):
+                self.board.image("watch/weights", shot.weights_png, shot.weights_shape, steps)
+                self.board.image("watch/game", shot.game_gif, shot.game_shape, steps)
         except RunFileError as e:
             return f"warning: {e}"
         return None
-
-    def _watch(self, shot: Snapshot, trainer: Trainer) -> None:
-        watched = self.directory / WATCH
-        n = trainer.iteration
-        lost = "no picture or game of this update was kept"
-        with writing(watched, lost):
-            watch_dir = self.dir.subdirectory(WATCH)  # a link planted there is refused
-        try:
-            for name, data in (
-                (f"weights-{n:06d}.png", shot.weights_png),
-                (f"game-{n:06d}.gif", shot.game_gif),
-            ):
-                with writing(watched / name, lost), watch_dir.write(name) as f:
-                    f.write(data)
-        finally:
-            watch_dir.close()
-        with writing(self.directory, lost):
-            self.board.image("watch/weights", shot.weights_png, shot.weights_shape, trainer.steps)
-            self.board.image("watch/game", shot.game_gif, shot.game_shape, trainer.steps)
 
     def save(self, trainer: Trainer) -> None:
         """Save ``trainer``'s state; on failure the previous checkpoint stays as it was."""
@@ -302,11 +275,8 @@ class Run:
         self.saved_at, self.saved_time = trainer.iteration, time.monotonic()
 
     def close(self, trainer: Trainer | None = None) -> None:
-        """Save the updates the last checkpoint lacks, close the files, give the directory up.
-
-        A directory this run made and wrote nothing into is removed again. Closing
-        twice is harmless.
-        """
+        """Save the updates the last checkpoint lacks, close the files, give the directory up
+        (removed again if this run made it and wrote nothing into it). Twice is harmless."""
         if self.metrics is not None:
             self.metrics.close()
             self.metrics = None
@@ -332,10 +302,8 @@ def _holds_rows(directory: Directory, name: str) -> bool:
     """Whether the metrics file ``name`` holds more than a header; anything but a regular
     file holds something (a FIFO is not read: it could block forever)."""
     info = directory.lstat(name)
-    if info is None:
-        return False
-    if not stat.S_ISREG(info.st_mode):
-        return True
+    if info is None or not stat.S_ISREG(info.st_mode):
+        return info is not None
     with directory.read(name) as f:
         return len(f.read(64 * 1024).splitlines()) > 1  # a header is one short line
 

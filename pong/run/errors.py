@@ -9,24 +9,13 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
-__all__ = [
-    "PongError",
-    "command",
-    "pasteable",
-    "printable",
-    "shell_word",
-    "RunFileError",
-    "UsageError",
-    "output_closed",
-    "quiet_when_piped",
-    "writing",
-]
+__all__ = ["PongError", "RunFileError", "UsageError", "command", "quiet_when_piped", "writing"]
 
 
 class PongError(Exception):
-    """A problem the user can fix; ``str(error)`` is one line and the driver exits with
-    ``exit_code``."""
+    """A problem the user can fix, said in one line; the driver exits with ``exit_code``."""
 
     exit_code = 1  # something outside the command line failed (a cluster, a worker)
 
@@ -50,21 +39,21 @@ def writing(path: Path, lost: str) -> Iterator[None]:
         raise RunFileError(f"could not write {path}: {e.strerror or e}; {lost}") from None
 
 
-def quiet_when_piped(main: Callable[[], int], prog: str) -> int:
-    """A command's exit code; ``... | head`` closing its output ends it quietly, as ``yes``,
-    and output that cannot be written (``> /dev/full``) is one line naming the cause."""
+def quiet_when_piped(main: Callable[[], int], prog: str) -> NoReturn:
+    """Exit with a command's code; ``... | head`` closing its output ends it quietly, as
+    ``yes``, and output that cannot be written (``> /dev/full``) is one line naming why."""
     try:
         code = main()
         sys.stdout.flush()  # here, not at exit, where a failure would be a traceback
-        return code
     except BrokenPipeError:
-        return output_closed()
+        code = output_closed()
     except OSError as e:
         if e.filename is not None:  # a file of the command's own, not its output
             raise
         print(f"{prog}: error: could not write the output: {e.strerror or e}", file=sys.stderr)
         _discard_stdout()
-        return 1
+        code = 1
+    sys.exit(code)
 
 
 def output_closed() -> int:
@@ -88,9 +77,8 @@ def pasteable(path: str | os.PathLike) -> str:
 
 
 def shell_word(text: str) -> str:
-    """``text`` as one word for bash or zsh, on one line: quoted as ``shlex.quote`` does, or,
-    where it holds a newline or another character that does not print, as ``$'...'`` with
-    that character's bytes escaped."""
+    """``text`` as one word for bash or zsh, on one line: as ``shlex.quote`` quotes it, or as
+    ``$'...'`` with the bytes of a newline or other character that does not print escaped."""
     if text.isprintable():
         return shlex.quote(text)
     escaped = "".join(
@@ -108,12 +96,11 @@ def printable(path: str | os.PathLike) -> str:
 
 
 def command(*words: str | os.PathLike, module: str | None = None) -> str:
-    """A command to paste here, for a hint in a message: this Python, then ``driver.py`` (or
-    ``-m module``), then ``words``, each path made pasteable.
+    """A command to paste here, for a hint: this Python, ``driver.py`` (or ``-m module``),
+    then ``words``, each path made pasteable.
 
-    Example:
-        >>> command("--resume", "runs/a b").endswith("driver.py --resume 'runs/a b'")
-        True
+    >>> command("--resume", "runs/a b").endswith("driver.py --resume 'runs/a b'")
+    True
     """
     program = f"-m {module}" if module else "driver.py"
     args = " ".join(w if isinstance(w, str) and w.startswith("-") else pasteable(w) for w in words)

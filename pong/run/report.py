@@ -1,9 +1,6 @@
 """What the driver prints: where a run trains, one line per update, and its last line
-(or the one line of an error or a stop).
-
-The last line ends with the command that continues the run, written so that it
-works as pasted into bash or zsh whatever the run directory is called.
-"""
+(or the one line of an error or a stop), which ends with the command that continues the
+run, pasteable into bash or zsh whatever the run directory is called."""
 
 from __future__ import annotations
 
@@ -18,21 +15,9 @@ from pong.core.train import Trainer, Update
 from pong.run.cluster import first_line, joined
 from pong.run.config import Options
 from pong.run.directory import JOB_CONFIG, Run, in_ray_job
-from pong.run.errors import PongError, pasteable, printable, shell_word
+from pong.run.errors import UsageError, pasteable, printable, shell_word
 
-__all__ = [
-    "announce",
-    "batch_line",
-    "failed",
-    "farewell",
-    "interrupted",
-    "kept",
-    "pasteable",
-    "printable",
-    "reached",
-    "shell_word",
-    "started",
-]
+__all__ = ["announce", "batch_line", "failed", "farewell", "interrupted", "started"]
 
 
 def reached(running_reward: float | None, until_mean: float | None) -> bool:
@@ -47,26 +32,23 @@ def announce(run: Run, options: Options, where: str) -> None:
     if options.until_mean is not None:
         stops.append(f"until the running mean is above {options.until_mean:g}")
     until = " or ".join(stops) or ("until `ray job stop`" if in_ray_job() else "until Ctrl-C")
+    lines = []
     if run.start_from is not None:
         path, source = run.start_from
         mean = "-" if source.running_reward is None else f"{source.running_reward:.2f}"
-        print(
+        lines.append(
             f"Starting a new run from the weights of {path} (update {source.iteration} of its"
-            f" run, running mean {mean}), with a fresh RMSProp cache",
-            flush=True,
+            f" run, running mean {mean}), with a fresh RMSProp cache"
         )
-    print(
+    resumed = f"; resuming after update {run.saved.iteration}" if run.saved else ""
+    lines += [
         f"Running on {where}: batch size {config.batch_size}, env {config.env},"
         f" seed {config.seed}, learning rate {config.learning_rate:g}, {until}",
-        flush=True,
-    )
-    resumed = f"; resuming after update {run.saved.iteration}" if run.saved else ""
-    print(
         f"Run directory: {run.directory} (checkpoint every {run.checkpoint_every} updates"
         f" and {run.checkpoint_seconds:g} s,"
         f" metrics in updates.csv, episodes.csv and TensorBoard event files){resumed}",
-        flush=True,
-    )
+    ]
+    print("\n".join(lines), flush=True)
 
 
 def started(trainer: Trainer) -> str:
@@ -127,22 +109,18 @@ def farewell(
     return f"{line}; checkpoint: {checkpoint} (continue with: {again})"
 
 
-def kept(run: Run | None) -> str:
-    """What a run that stopped on an error kept: its last checkpoint, or nothing."""
-    if run is not None and run.checkpoint_path.exists():
-        where = printable(run.checkpoint_path)
-        return f"the last finished update ({run.saved_at}) is saved in {where}"
-    return "no update had finished, so nothing was saved"
-
-
 def failed(prog: str, error: Exception, run: Run | None) -> int:
     """Say ``error`` in one line, with what the run kept when training failed (Ray's own
     processes, a worker, the numbers); the exit code."""
     line = str(error)
     if isinstance(error, ray.exceptions.RayError):  # its own processes died under the run
         line = f"Ray failed under the run: {type(error).__name__}: {first_line(error)}"
-    if not isinstance(error, PongError):
-        line += f"; {kept(run)}"
+    if run is not None and run.training and not isinstance(error, UsageError):  # say what it kept
+        if run.checkpoint_path.exists():
+            where = printable(run.checkpoint_path)
+            line += f"; the last finished update ({run.saved_at}) is saved in {where}"
+        else:
+            line += "; no update had finished, so nothing was saved"
     print(f"{prog}: error: {line}", file=sys.stderr, flush=True)
     return getattr(error, "exit_code", 1)
 

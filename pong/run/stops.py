@@ -1,10 +1,6 @@
-"""How a run stops: the first Ctrl-C or SIGTERM stops it, later ones wait for the save.
-
-``Stops`` turns the first SIGINT, SIGTERM or SIGHUP into ``KeyboardInterrupt``
-(what Ray's blocking calls let through) and only counts the later ones, so an
-impatient second Ctrl-C cannot cut the last checkpoint short. Inside ``held``
-(apply an update, record it, print it) the first one waits for the block's end.
-"""
+"""How a run stops: ``Stops`` turns the first SIGINT, SIGTERM or SIGHUP into
+``KeyboardInterrupt`` (what Ray's blocking calls let through), at the end of a ``held``
+block if inside one, and only counts later ones: a second Ctrl-C cannot cut a save short."""
 
 from __future__ import annotations
 

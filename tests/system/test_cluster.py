@@ -156,7 +156,11 @@ def test_a_client_whose_token_is_missing_or_wrong_is_told_what_to_check(
     assert proc.returncode == 1
     last = proc.stderr.splitlines()[-1]
     assert last.startswith(f"driver.py: error: could not join the Ray cluster at {address}: ")
-    check = "set RAY_AUTH_MODE=token" if token == "none" else "this machine's token is the head"
+    check = (
+        "set RAY_AUTH_MODE=token"
+        if token == "none"
+        else "check that this machine's token is the head"
+    )
     assert f"if the cluster uses token authentication, {check}" in last
     assert "Traceback" not in proc.stderr and not (tmp_path / "run").exists()
 
