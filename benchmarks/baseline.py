@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
+import gymnasium as gym
 import numpy as np
 import ray
 
 from pong.core.model import Model, zeros_like_weights
 from pong.core.rollout import episode_gradient_dense, rollout_dense
 from pong.core.worker import Result, game_randomness, game_seed
-from pong.envs.make import make_env
+from pong.envs.make import env_maker
 
 
 class DenseGrad(NamedTuple):
@@ -39,9 +41,9 @@ class DenseGrad(NamedTuple):
 
 @ray.remote
 class DenseRolloutWorker:
-    def __init__(self, env_id: str) -> None:
+    def __init__(self, make_env: Callable[[], gym.Env]) -> None:
         os.environ["MKL_NUM_THREADS"] = "1"  # as the original did: too late to take effect
-        self.env = make_env(env_id)
+        self.env = make_env()
 
     def compute_gradient(self, model: Model, seed: np.random.SeedSequence) -> Result:
         rng, reset_seed = game_randomness(seed)  # as RolloutWorker seeds a game
@@ -63,7 +65,7 @@ class OriginalLoop:
             self.model.weights["W1"] = np.ascontiguousarray(self.model.weights["W1"])
         self.grad_buffer = zeros_like_weights(self.model.weights)
         self.rmsprop_cache = zeros_like_weights(self.model.weights)
-        self.actors = [worker.remote(env_id) for _ in range(batch_size)]
+        self.actors = [worker.remote(env_maker(env_id)) for _ in range(batch_size)]
 
     def step(self) -> tuple[int, float]:
         """One update: (steps, seconds)."""
