@@ -1,26 +1,19 @@
 """Checkpoints and policy files: a run's state, or a trained policy, as safetensors.
 
-A *checkpoint* (``checkpoint.safetensors`` in a run directory) holds the float64
-weights ``W1`` (H, D), ``W2`` (H,) and their RMSProp caches ``cache_W1``,
-``cache_W2``; a *policy file* (``save_policy``), for sharing, the weights alone as
-float32 (5 MB, not 20; each moved by at most 6e-8 of itself). The metadata (texts)
-holds the format, counters, running means, seed and settings. Any safetensors
-reader opens both.
-
-Every file read is hostile: ``load`` reads only a regular file of at most
-``MAX_BYTES``, no link followed, its header length checked before the rest is
-read; safetensors parses it; then exactly the tensors, dtypes and shapes
-expected, finite values, bounded metadata, each setting checked as its flag is.
-Each refusal is a ``CheckpointError`` of one line naming the file.
+A checkpoint (``FILENAME`` in a run directory) holds float64 ``W1`` (H, D), ``W2`` (H,) and
+their RMSProp caches ``cache_W1``, ``cache_W2``; a policy file (``save_policy``) the weights
+alone as float32 (5 MB, not 20). Text metadata holds the format, counters, running means and
+settings. Every file read is hostile: bounded, no link followed, every tensor and setting
+checked; each refusal is a one-line ``CheckpointError`` naming the file.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import re
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,18 +25,10 @@ from pong.core.model import D, H
 from pong.core.state import State
 from pong.run.config import Config
 from pong.run.errors import UsageError, command
-from pong.run.files import NotRegularError, atomic_write, open_file
+from pong.run.files import NotRegularError, PathLike, atomic_write, open_file
 
-__all__ = [
-    "FILENAME",
-    "Checkpoint",
-    "CheckpointError",
-    "decode",
-    "encode",
-    "load",
-    "save",
-    "save_policy",
-]
+__all__ = ["FILENAME", "Checkpoint", "CheckpointError", "decode", "encode", "load", "save"]
+__all__ += ["save_policy"]
 
 FILENAME = "checkpoint.safetensors"  # inside a run directory
 OLD_FILENAME = "checkpoint.npz"  # an earlier version's; python -m pong.convert carries it over
@@ -69,8 +54,7 @@ class CheckpointError(UsageError, ValueError):
 
 @dataclass
 class Checkpoint(State):
-    """A run's state between two updates (``pong.core.state.State``; ``rmsprop_cache`` is
-    ``None`` when read from a policy file), with the run's settings, its seed included."""
+    """A run's state (``rmsprop_cache`` is ``None`` from a policy file) with its settings."""
 
     config: Config
 
@@ -81,68 +65,40 @@ class Checkpoint(State):
 
 
 def encode(checkpoint: Checkpoint, *, policy: bool = False) -> bytes:
-    """``checkpoint`` as the bytes of a safetensors file: a checkpoint, or with ``policy``
-    the float32 weights alone."""
+    """``checkpoint`` as a safetensors file's bytes; with ``policy``, the float32 weights alone."""
     return b"".join(_encoded(checkpoint, policy))
 
 
 def _encoded(checkpoint: Checkpoint, policy: bool) -> tuple[bytes, memoryview]:
-    """``encode``'s bytes in two pieces: the header, and the tensors' data."""
+    """``encode``'s bytes in two pieces: the header, and the tensors' data (not copied)."""
     tensors = {k: checkpoint.weights[k] for k in POLICY_SHAPES}
     if not policy:
         tensors |= {f"cache_{k}": v for k, v in checkpoint.rmsprop_cache.items()}
     # safetensors writes an array's memory as it lies: W1 is column-major here
     dtype = np.float32 if policy else np.float64
     tensors = {k: np.ascontiguousarray(v, dtype=dtype) for k, v in tensors.items()}
-    return _in_order(safetensors.numpy.save(tensors, metadata(checkpoint, policy)))
-
-
-def _in_order(data: bytes) -> tuple[bytes, memoryview]:
-    """``data``'s header with its metadata sorted, and its tensors' bytes (not copied).
-
-    safetensors writes the metadata in its hash map's order, which changes from
-    process to process: sorted, one state is one file, of the same length.
-    """
+    meta = {"format": POLICY_FORMAT if policy else FORMAT, **dataclasses.asdict(checkpoint.config)}
+    meta |= {name: getattr(checkpoint, name) for name in (*COUNTERS, *MEANS)}
+    data = safetensors.numpy.save(tensors, {k: as_text(v) for k, v in meta.items()})
+    # safetensors writes the metadata in its hash map's order, which changes from process to
+    # process: sorted, one state is one file, of the same length
     length = int.from_bytes(data[:8], "little")
     header = json.loads(data[8 : 8 + length])
-    tensors = sorted(
-        (k for k in header if k != "__metadata__"), key=lambda k: header[k]["data_offsets"]
-    )
-    ordered = {"__metadata__": dict(sorted(header["__metadata__"].items()))}
-    ordered.update((k, header[k]) for k in tensors)
+    ordered = {"__metadata__": dict(sorted(header.pop("__metadata__").items()))}
+    ordered.update(sorted(header.items(), key=lambda item: item[1]["data_offsets"]))
     text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode()
     if len(text) > length:  # never: the same entries, written as compactly
         raise ValueError("the sorted header is longer than safetensors' own")
     return data[:8] + text.ljust(length), memoryview(data)[8 + length :]
 
 
-def metadata(checkpoint: Checkpoint, policy: bool = False) -> dict[str, str]:
-    """The header's metadata, every value a text (``as_text``)."""
-    values: dict[str, object] = {
-        "format": POLICY_FORMAT if policy else FORMAT,
-        **{name: getattr(checkpoint, name) for name in (*COUNTERS, *MEANS)},
-        **dataclasses.asdict(checkpoint.config),
-    }
-    return {k: as_text(v) for k, v in values.items()}
-
-
 def as_text(value: object) -> str:
-    """A metadata value as its text: a float as ``repr`` (which reads back exactly),
-    ``None`` (no running mean yet) as ``NONE``."""
+    """A metadata value as its text: a float as ``repr`` (exact), ``None`` as ``NONE``."""
     return NONE if value is None else repr(value) if isinstance(value, float) else str(value)
 
 
-def save(
-    path: str | os.PathLike,
-    checkpoint: Checkpoint,
-    *,
-    policy: bool = False,
-    replace: bool = True,
-    dir_fd: int | None = None,
-) -> int:
-    """Write ``encode(checkpoint, policy=policy)`` to ``path`` with ``atomic_write``, which
-    ``replace`` (if false, ``FileExistsError`` when ``path`` exists) and ``dir_fd`` go to;
-    its size in bytes."""
+def save(path: PathLike, checkpoint: Checkpoint, *, policy=False, replace=True, dir_fd=None) -> int:
+    """Write ``encode(checkpoint, policy=policy)`` with ``atomic_write``; its size in bytes."""
     header, tensors = _encoded(checkpoint, policy)  # written as two pieces: no 20 MB join
     with atomic_write(path, "wb", replace=replace, dir_fd=dir_fd) as f:
         f.write(header)
@@ -150,15 +106,14 @@ def save(
     return len(header) + len(tensors)
 
 
-def save_policy(path: str | os.PathLike, checkpoint: Checkpoint, *, replace: bool = True) -> int:
+def save_policy(path: PathLike, checkpoint: Checkpoint, *, replace: bool = True) -> int:
     """``save`` of ``checkpoint``'s weights alone, as float32."""
     return save(path, checkpoint, policy=True, replace=replace)
 
 
-def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
-    """The checkpoint ``save`` wrote in ``path`` (or its run directory); with ``policy``, a
-    policy file too. Weights come back as float64, W1 column-major. A ``CheckpointError``
-    of one line if there is no such file, or it cannot be read or used."""
+def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
+    """The checkpoint in ``path`` (or its run directory); with ``policy``, a policy file too.
+    Weights come back as float64, W1 column-major."""
     path = Path(path)
     path = path / FILENAME if path.is_dir() else path  # a run directory, or a link to one
     try:
@@ -175,13 +130,12 @@ def load(path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
 
 def _read(f, path: Path) -> bytes:
     """The file's bytes, once the header length it begins with fits the file and the cap."""
-    head = f.read(8)
+    head, size = f.read(8), os.fstat(f.fileno()).st_size
     if head[:4] == ZIP:
         raise CheckpointError(
             f"{path}: a .npz file of an earlier version of pong; carry it over with"
             f" {command(path, module='pong.convert')}"
         )
-    size = os.fstat(f.fileno()).st_size
     if len(head) < 8:
         raise CheckpointError(f"{path}: not a safetensors file ({len(head)} bytes long)")
     length = int.from_bytes(head, "little")
@@ -203,15 +157,13 @@ def _read(f, path: Path) -> bytes:
 
 def _old_hint(path: Path) -> str:
     old = path.with_name(OLD_FILENAME)
-    if path.name == FILENAME and os.path.lexists(old):
-        convert = command(old, module="pong.convert")
-        return f" (it holds an earlier version's {OLD_FILENAME}: {convert})"
-    return ""
+    if path.name != FILENAME or not os.path.lexists(old):
+        return ""
+    return f" (it holds an earlier version's {OLD_FILENAME}: {command(old, module='pong.convert')})"
 
 
-def decode(data: bytes, path: str | os.PathLike, *, policy: bool = False) -> Checkpoint:
-    """The checkpoint in ``data``, a safetensors file's bytes (``path`` names it in errors);
-    a ``CheckpointError`` as ``load``'s."""
+def decode(data: bytes, path: PathLike, *, policy: bool = False) -> Checkpoint:
+    """The checkpoint in ``data``, a safetensors file's bytes (``path`` names it in errors)."""
     try:
         tensors = safetensors.numpy.load(data)
     except KeyError as e:  # a dtype safetensors knows and NumPy has not (BF16, F8_*)
@@ -220,19 +172,17 @@ def decode(data: bytes, path: str | os.PathLike, *, policy: bool = False) -> Che
         reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(f"{path}: not a readable safetensors file ({reason})") from None
     length = int.from_bytes(data[:8], "little")
-    meta = _metadata(path, data[8 : 8 + length])
-    return checked(path, tensors, meta, policy)
+    return checked(path, tensors, _metadata(path, data[8 : 8 + length]), policy)
 
 
 def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
     """A JSON object whose names are each given once (json's ``object_pairs_hook``)."""
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
+    if len({k for k, _ in pairs}) != len(pairs):
         raise ValueError("a name appears twice in a JSON object")
     return dict(pairs)
 
 
-def _metadata(path: str | os.PathLike, header: bytes) -> dict[str, str]:
+def _metadata(path: PathLike, header: bytes) -> dict[str, str]:
     """The header's ``__metadata__``: at most ``MAX_ENTRIES`` texts of ``MAX_TEXT`` characters."""
     try:
         meta = json.loads(header, object_pairs_hook=unique).get("__metadata__")
@@ -263,16 +213,11 @@ def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: 
         raise CheckpointError(f"{path}: not a pong checkpoint (format {_shown(fmt)})")
     shapes, dtype = (POLICY_SHAPES, np.float32) if fmt == POLICY_FORMAT else (SHAPES, np.float64)
     _check_tensors(path, tensors, shapes, np.dtype(dtype))
-    cache = None
-    if fmt == FORMAT:
-        cache = {k: np.asfortranarray(tensors[f"cache_{k}"]) for k in POLICY_SHAPES}
-        for k, values in cache.items():
-            if (values < 0).any():  # a running mean of squares: RMSProp would take its root
-                raise CheckpointError(f"{path}: cache_{k} holds negative values")
+    cache = {k: np.asfortranarray(tensors[f"cache_{k}"]) for k in POLICY_SHAPES if fmt == FORMAT}
     try:
         return Checkpoint(
             weights={k: np.asfortranarray(tensors[k], dtype=np.float64) for k in POLICY_SHAPES},
-            rmsprop_cache=cache,
+            rmsprop_cache=cache or None,
             **{name: _count(meta, name) for name in COUNTERS},
             **{name: _mean(meta, name) for name in MEANS},
             config=_config(meta),
@@ -285,11 +230,9 @@ def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: 
 
 def _check_tensors(path, tensors: dict[str, np.ndarray], shapes: dict, dtype: np.dtype) -> None:
     """Exactly the tensors of ``shapes``, each of ``dtype``, every value finite."""
-    missing = [k for k in shapes if k not in tensors]
-    if missing:
+    if missing := [k for k in shapes if k not in tensors]:
         raise CheckpointError(f"{path}: not a pong checkpoint (no {', '.join(missing)} in it)")
-    extra = sorted(tensors.keys() - shapes.keys())
-    if extra:
+    if extra := sorted(tensors.keys() - shapes.keys()):
         shown = ", ".join(_shown(k) for k in extra[:3])
         raise CheckpointError(f"{path}: not a pong checkpoint ({shown} in it too)")
     for name, shape in shapes.items():
@@ -302,31 +245,31 @@ def _check_tensors(path, tensors: dict[str, np.ndarray], shapes: dict, dtype: np
             raise CheckpointError(f"{path}: {name} holds {array.dtype} values, not {dtype}")
         if not np.isfinite(array).all():
             raise CheckpointError(f"{path}: {name} holds NaN or infinite values")
+    # a running mean of squares: RMSProp would take its root
+    if negative := [k for k in shapes if k.startswith("cache_") and (tensors[k] < 0).any()]:
+        raise CheckpointError(f"{path}: {negative[0]} holds negative values")
 
 
 def _config(meta: dict[str, str]) -> Config:
     """The run's settings and seed, each text parsed and checked as its flag is."""
-    values: dict[str, object] = {}
-    for field in dataclasses.fields(Config):
-        text = meta[field.name]
-        values[field.name] = text if field.type in ("str", str) else _number(field.name, text)
-    return Config.from_dict(values)
+    return Config.from_dict({f.name: _value(f, meta[f.name]) for f in dataclasses.fields(Config)})
 
 
-def _number(name: str, text: str) -> int | float:
-    """A setting's text as the number it spells, an integer if it has no point or exponent."""
+def _value(field: dataclasses.Field, text: str) -> str | int | float:
+    """A setting's text as it is, or as the number it spells (an integer if it has no point or
+    exponent)."""
+    if field.type in ("str", str):
+        return text
     if re.fullmatch(r"-?[0-9]{1,40}", text):
         return int(text)
-    try:
+    with suppress(ValueError):
         return float(text)
-    except ValueError:
-        raise ValueError(f"{name}: expected a number, got {_shown(text)}") from None
+    raise ValueError(f"{field.name}: expected a number, got {_shown(text)}")
 
 
 def _count(meta: dict[str, str], name: str) -> int:
     """A counter: a non-negative integer below ``MAX_COUNT``."""
-    text = meta[name]
-    if not re.fullmatch(r"[0-9]{1,16}", text) or int(text) > MAX_COUNT:
+    if not re.fullmatch(r"[0-9]{1,16}", text := meta[name]) or int(text) > MAX_COUNT:
         raise ValueError(
             f"{name}: expected an integer from 0 to {MAX_COUNT:.0e}, got {_shown(text)}"
         )
@@ -335,22 +278,17 @@ def _count(meta: dict[str, str], name: str) -> int:
 
 def _mean(meta: dict[str, str], name: str) -> float | None:
     """A running mean: a number of at most ``MAX_SCORE`` either way, or none before any game."""
-    text = meta[name]
-    if text == NONE:
+    if (text := meta[name]) == NONE:
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not -MAX_SCORE <= value <= MAX_SCORE:
-        raise ValueError(
-            f"{name}: expected a number from {-MAX_SCORE:g} to {MAX_SCORE:g} or {NONE!r},"
-            f" got {_shown(text)}"
-        )
-    return value
+    with suppress(ValueError):
+        if -MAX_SCORE <= (value := float(text)) <= MAX_SCORE:
+            return value
+    raise ValueError(
+        f"{name}: expected a number from {-MAX_SCORE:g} to {MAX_SCORE:g} or {NONE!r},"
+        f" got {_shown(text)}"
+    )
 
 
 def _shown(value: object) -> str:
     """A value as a message shows it: its repr, at most 80 characters."""
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:77]}..."
+    return text if len(text := repr(value)) <= 80 else f"{text[:77]}..."

@@ -1,20 +1,8 @@
 """Every setting of the driver in one place: each default and its meaning, stated once.
 
-``Config`` is what a run is, kept for its life: the flags fill it, the
-``Trainer`` reads it, the checkpoint stores it and ``--resume`` restores it.
-``Options`` is what one invocation does with its run, and ``Watch`` what
-``--evaluate`` plays. Each field is also a flag (``batch_size`` is
-``--batch-size``), parsed by the same function that checks a value read back
-from a checkpoint.
-
-Example:
-    >>> Config().batch_size, Config(batch_size=2).learning_rate
-    (10, 0.0001)
-    >>> Config.from_dict({"batch_size": 0, "env": "ALE/Pong-v5", "seed": 1,
-    ...                   "learning_rate": 1e-4, "decay_rate": 0.99})
-    Traceback (most recent call last):
-    ...
-    ValueError: batch_size: expected a positive integer, got '0'
+``Config`` is what a run is (stored in its checkpoint), ``Options`` what one invocation does
+with it, ``Watch`` what ``--evaluate`` plays. Each field is also a flag (``batch_size`` is
+``--batch-size``), parsed by the function that checks a stored value.
 """
 
 from __future__ import annotations
@@ -25,7 +13,6 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,18 +21,25 @@ import numpy as np
 __all__ = ["Config", "Options", "Watch", "add_flags", "fill", "fresh_seed", "hyperparameters"]
 
 
-def integer(text: str, least: int, what: str, most: int | None = None) -> int:
-    """``text`` as an integer from ``least`` to ``most``; else an error saying ``what`` it must
-    be. At most 40 digits are read (Python refuses to parse past 4,300 at all)."""
-    try:
-        value = int(text) if len(text.strip()) <= 40 else least - 1
-    except ValueError:
-        value = least - 1
-    if value < least:
-        raise argparse.ArgumentTypeError(f"expected {what}, got {_short(text)}")
-    if most is not None and value > most:
-        raise argparse.ArgumentTypeError(f"expected at most {most:,}, got {_short(text)}")
-    return value
+def bounded(parse: Callable[[str], Any], *bounds: tuple[Callable[[Any], bool], str]) -> Callable:
+    """A flag's parser: ``parse`` of the text (-0 as 0), which must pass each (test, what) bound."""
+
+    def check(text: str) -> Any:
+        try:
+            value = parse(text) + 0
+        except ValueError:
+            value = math.nan
+        for ok, what in bounds:
+            if not ok(value):
+                raise argparse.ArgumentTypeError(f"expected {what}, got {_short(text)}")
+        return value
+
+    return check
+
+
+def _integer(text: str) -> int | float:
+    """``text`` as an integer; NaN past 40 digits (Python refuses to parse past 4,300 at all)."""
+    return int(text) if len(text.strip()) <= 40 else math.nan
 
 
 def _short(text: str) -> str:
@@ -53,13 +47,23 @@ def _short(text: str) -> str:
     return repr(text) if len(text) <= 60 else f"{text[:50]!r}... ({len(text):,} characters)"
 
 
+def _at_most(most: int) -> tuple[Callable[[Any], bool], str]:
+    return (lambda value: value <= most), f"at most {most:,}"
+
+
 MAX_BATCH = 100_000  # games per update: 300 took Ray's example 11 nodes of 18 cores
 MAX_SEED = 2**128 - 1  # NumPy's SeedSequence takes any size; 128 bits is all its entropy
-positive_int = partial(integer, least=1, what="a positive integer")  # a count, such as updates
-non_negative_int = partial(integer, least=0, what="a non-negative integer")
-batch_count = partial(integer, least=1, what="a positive integer", most=MAX_BATCH)
-seed_number = partial(integer, least=0, what="a non-negative integer", most=MAX_SEED)
 CPU_FACTOR = 64  # --num-cpus above this many times the machine's CPUs is surely a slip
+POSITIVE_INT = (lambda n: n >= 1), "a positive integer"
+NON_NEGATIVE_INT = (lambda n: n >= 0), "a non-negative integer"
+POSITIVE = (lambda x: 0 < x < math.inf), "a positive number"
+positive_int = bounded(_integer, POSITIVE_INT)  # a count, such as updates
+non_negative_int = bounded(_integer, NON_NEGATIVE_INT)
+batch_count = bounded(_integer, POSITIVE_INT, _at_most(MAX_BATCH))
+seed_number = bounded(_integer, NON_NEGATIVE_INT, _at_most(MAX_SEED))
+positive_float = bounded(float, POSITIVE)  # a step size
+below_one = bounded(float, POSITIVE, ((lambda x: x < 1), "a number below 1"))  # a decay factor
+finite_float = bounded(float, ((lambda x: -math.inf < x < math.inf), "a number"))
 
 
 def local_cpus(text: str) -> int:
@@ -73,39 +77,12 @@ def local_cpus(text: str) -> int:
     return value
 
 
-def _float(text: str) -> float:
-    """``text`` as a number (-0 as 0); NaN if it is none."""
-    try:
-        return float(text) + 0.0
-    except ValueError:
-        return math.nan
-
-
-def positive_float(text: str) -> float:
-    """A step size: a finite number above 0."""
-    value = _float(text)
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {_short(text)}")
-    return value
-
-
 def score(text: str) -> float:
     """A running mean to pass: a number below 21, the most points a game can give."""
-    value = _float(text)
-    if not -math.inf < value < math.inf:
-        raise argparse.ArgumentTypeError(f"expected a number, got {_short(text)}")
-    if value >= 21:
+    if (value := finite_float(text)) >= 21:
         raise argparse.ArgumentTypeError(
             f"a game scores at most 21, so no running mean is above {text}"
         )
-    return value
-
-
-def below_one(text: str) -> float:
-    """A decay factor: a number above 0 and below 1."""
-    value = positive_float(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"expected a number below 1, got {_short(text)}")
     return value
 
 
@@ -118,7 +95,9 @@ def path(text: str) -> Path:
 
 def setting(parse: Callable, help: str, default: Any = None, metavar: str = "N", flags=()) -> Any:
     """A field that is also a flag: how its text is parsed, what it means, its default."""
-    meta = {"parse": parse, "metavar": metavar, "help": help, "flags": flags}
+    if default is not None and "(default:" not in help:
+        help += f" (default: {default})"
+    meta = dict(flags=flags, type=parse, metavar=metavar, help=help)  # add_argument's, but flags
     return field(default=default, metadata=meta)
 
 
@@ -127,21 +106,17 @@ class Config:
     """What a run is: fixed for its life, stored in its checkpoint."""
 
     batch_size: int = setting(
-        batch_count,
-        "games per update; the RolloutWorker actors are one per CPU, at most this many",
-        default=10,
+        batch_count, "games per update; one RolloutWorker actor per CPU, at most this many", 10
     )
     env: str = setting(
         str,
         "Gymnasium env id; Pong-v0 is the 2016 program's, PongToy/Catch-v0 a toy that is learned"
         " in seconds",
-        default="ALE/Pong-v5",
-        metavar="ID",
+        "ALE/Pong-v5",
+        "ID",
     )
     seed: int | None = setting(
-        seed_number,
-        "seeds the weights, every env reset and every action draw (default: random, printed at"
-        " start)",
+        seed_number, "seeds the weights, env resets and action draws (default: random, printed)"
     )
     learning_rate: float = setting(positive_float, "RMSProp step size", 1e-4, "LR")
     decay_rate: float = setting(
@@ -158,9 +133,8 @@ class Config:
         for f in dataclasses.fields(cls):
             if f.name not in values:
                 raise ValueError(f"{f.name}: missing")
-            value = values[f.name]
             try:
-                checked[f.name] = f.metadata["parse"](str(value))
+                checked[f.name] = f.metadata["type"](str(value := values[f.name]))
             except argparse.ArgumentTypeError as e:
                 raise ValueError(f"{f.name}: {e}") from None
             if checked[f.name] != value or isinstance(value, bool):  # "2" is not 2
@@ -173,26 +147,21 @@ class Config:
 class Options:
     """What one invocation of the driver does with its run; not stored."""
 
-    iterations: int | None = setting(
-        positive_int, "updates to run (default: until Ctrl-C or SIGTERM)"
-    )
+    iterations: int | None = setting(positive_int, "updates to run (default: until Ctrl-C/SIGTERM)")
     until_mean: float | None = setting(
         score,
         "also stop once the running mean is above SCORE, such as 0 for beating the built-in"
-        " opponent on average (default: no such stop)",
+        " opponent on average",
         metavar="SCORE",
     )
     address: str | None = setting(
         str,
-        "join the Ray cluster whose head is at HOST:PORT (RAY_ADDRESS is honoured too; default:"
-        " start a local Ray)",
+        "join the Ray cluster whose head is at HOST:PORT (default: RAY_ADDRESS, else a local Ray)",
         metavar="HOST:PORT",
         flags=("--redis-address", "--address"),
     )
     num_cpus: int | None = setting(
-        local_cpus,
-        f"CPUs of the local Ray (default: all; at most {CPU_FACTOR} times this machine's);"
-        " not with a cluster address",
+        local_cpus, f"CPUs of a local Ray (default: all; at most {CPU_FACTOR} times this machine's)"
     )
     run_dir: Path | None = setting(
         path,
@@ -204,29 +173,22 @@ class Options:
         positive_int, "save a checkpoint every N updates (and always at the end)", 10
     )
     checkpoint_seconds: float = setting(
-        positive_float,
-        "also save one after the first update that ends S seconds or more after the last save,"
-        " so that even a run killed outright loses little",
-        60.0,
-        "S",
+        positive_float, "also save after an update if the last save is S seconds old", 60.0, "S"
     )
     watch_every: int = setting(
         non_negative_int,
-        "every N updates, draw the weights and play a game of the current policy, into"
-        " TensorBoard's Images and RUN_DIR/watch/ (0: never)",
+        "every N updates, record a game of the policy in TensorBoard and RUN_DIR/watch/ (0: never)",
         100,
     )
     resume: Path | None = setting(
         path,
-        "continue the run saved in PATH (its checkpoint.safetensors or its directory) with its"
-        " settings",
+        "continue the run saved in PATH (a checkpoint or its directory) with its settings",
         metavar="PATH",
     )
     start_from: Path | None = setting(
         path,
-        "start a new run from the weights in PATH (a policy file such as"
-        " results/pong-v5/policy.safetensors, a checkpoint or a run directory), with a fresh"
-        " RMSProp cache and counters from 0; its env unless --env is given",
+        "start a new run from the weights in PATH (a policy file, checkpoint or run directory),"
+        " with a fresh RMSProp cache and counters from 0; its env unless --env is given",
         metavar="PATH",
     )
 
@@ -237,15 +199,12 @@ class Watch:
 
     evaluate: Path | None = setting(
         path,
-        "play games with the policy saved in CHECKPOINT (a checkpoint.safetensors, its run"
-        " directory, or a policy file such as results/pong-v5/policy.safetensors) and print each"
-        " score",
+        "play games with the policy in CHECKPOINT (a checkpoint, its run directory or a policy"
+        " file such as results/pong-v5/policy.safetensors) and print each score",
         metavar="CHECKPOINT",
     )
     episodes: int = setting(
-        positive_int,
-        "games to play; the first is seeded with --seed, the next with --seed + 1, and so on",
-        1,
+        positive_int, "games to play, seeded with --seed, --seed + 1 and so on", 1
     )
     record: Path | None = setting(
         path, "also write the games as an animated GIF", metavar="FILE.gif"
@@ -255,23 +214,14 @@ class Watch:
 def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type) -> None:
     """A flag for each field of ``cls``; an absent flag parses as ``None`` (see ``fill``)."""
     for f in dataclasses.fields(cls):
-        help = f.metadata["help"]
-        if "(default:" not in help and f.default is not None:
-            help += f" (default: {f.default})"
-        parser.add_argument(
-            *(f.metadata["flags"] or ["--" + f.name.replace("_", "-")]),
-            dest=f.name,
-            type=f.metadata["parse"],
-            metavar=f.metadata["metavar"],
-            default=None,
-            help=help,
-        )
+        options = {k: v for k, v in f.metadata.items() if k != "flags"}
+        flags = f.metadata["flags"] or ["--" + f.name.replace("_", "-")]
+        parser.add_argument(*flags, dest=f.name, default=None, **options)
 
 
 def given(args: argparse.Namespace, cls: type) -> dict[str, Any]:
     """The flags of ``cls``'s fields that were given on the command line."""
-    names = [f.name for f in dataclasses.fields(cls)]
-    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    return {f.name: v for f in dataclasses.fields(cls) if (v := getattr(args, f.name)) is not None}
 
 
 def fill(args: argparse.Namespace, cls: type) -> Any:
@@ -285,13 +235,8 @@ def fresh_seed() -> int:
 
 
 def hyperparameters(config: Config) -> dict[str, Any]:
-    """``pong.core.train.Trainer``'s arguments for a run of ``config``: its env as the
-    function that makes it, the rest as they are.
-
-    Example:
-        >>> sorted(hyperparameters(Config(seed=0)))
-        ['batch_size', 'decay_rate', 'learning_rate', 'make_env', 'seed']
-    """
+    """``pong.core.train.Trainer``'s arguments for ``config``: its env as the function that
+    makes it (``make_env``), the rest as they are."""
     from pong.envs.make import env_maker  # here: reading settings needs no Gymnasium
 
     values = dataclasses.asdict(config)
