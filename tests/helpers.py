@@ -110,7 +110,7 @@ def with_workers(trainer: Trainer, workers: list) -> Trainer:
     """``trainer`` with its RolloutWorkers swapped for stand-ins."""
     for actor in trainer.games.actors:
         ray.kill(actor)
-    trainer.games = Games(workers, trainer.config.seed)
+    trainer.games = Games(workers, trainer.seed)
     return trainer
 
 
