@@ -1,10 +1,7 @@
 """Several runs side by side, as a Markdown table: ``python -m pong.compare RUN_DIR ...``.
 
-One row per run: the update, episode and hours of training at which its
-running mean first passed each mark, its updates, final running mean and env
-steps per second. Then the median and the range of each figure across the
-runs; a run that never passed a mark counts as later than every run that did.
-RESULTS.md quotes this table, and a test regenerates it from the committed CSVs.
+A row per run: when its running mean first passed each mark, its updates, final running mean and
+steps/s; then each figure's median and range. RESULTS.md quotes it; a test regenerates it.
 """
 
 from __future__ import annotations
@@ -38,19 +35,10 @@ class Figures:
 
 
 def figures(run_dir: str | Path) -> Figures:
-    """The figures of the run whose metrics are in ``run_dir``.
-
-    Raises:
-        ValueError: the directory has no metrics, or they are damaged.
-    """
+    """The figures of the run whose metrics are in ``run_dir`` (``ValueError`` if none)."""
     run = summary(run_dir, MARKS)
-    return Figures(
-        name=str(Path(run_dir)),
-        marks=tuple(run.passed.get(mark) for mark in MARKS),
-        updates=int(run.last["update"]),
-        final=float(run.last["running_reward"]),
-        steps_per_s=run.steps_per_s,
-    )
+    last = int(run.last["update"]), float(run.last["running_reward"])
+    return Figures(str(Path(run_dir)), tuple(map(run.passed.get, MARKS)), *last, run.steps_per_s)
 
 
 def _count(x: float) -> str:
@@ -66,19 +54,18 @@ def table(runs: Sequence[Figures]) -> list[str]:
     header = ["run (cells: update / episode / hours)", *(f"above {mark:g}" for mark in MARKS)]
     header += ["updates", "final running mean", "steps/s"]
     lines = [_row(header), _row(["---"] * len(header))]
+    numbers = [(_count, "updates"), (_score, "final"), (_speed, "steps_per_s")]
     for run in runs:
-        cells = [_count(run.updates), _score(run.final), _speed(run.steps_per_s)]
-        lines.append(
-            _row([printable(run.name).replace("|", "\\|"), *map(_passed, run.marks), *cells])
-        )
-    if len(runs) > 1:
-        marks = list(zip(*(run.marks for run in runs), strict=True))  # per mark, each run's
-        numbers = [(_count, [r.updates for r in runs]), (_score, [r.final for r in runs])]
-        numbers.append((_speed, [r.steps_per_s for r in runs]))
-        medians = [shown(statistics.median(values)) for shown, values in numbers]
-        lines.append(_row(["**median**", *map(_median_mark, marks), *medians]))
-        ranges = [_range(values, shown) for shown, values in numbers]
-        lines.append(_row(["**range**", *map(_range_mark, marks), *ranges]))
+        name = printable(run.name).replace("|", "\\|")
+        cells = [shown(getattr(run, field)) for shown, field in numbers]
+        lines.append(_row([name, *map(_passed, run.marks), *cells]))
+    if len(runs) > 1:  # the median and the range of each column
+        spreads = [*map(_mark_spread, zip(*(run.marks for run in runs), strict=True))]
+        for shown, field in numbers:
+            values = [getattr(run, field) for run in runs]
+            spreads.append((shown(statistics.median(values)), _range(values, shown)))
+        medians, ranges = zip(*spreads, strict=True)
+        lines += [_row(["**median**", *medians]), _row(["**range**", *ranges])]
     return lines
 
 
@@ -97,37 +84,24 @@ def _range(values: Sequence[float], shown: Callable[[float], str]) -> str:
     return f"{shown(min(values))} to {shown(max(values))}"
 
 
-def _median_mark(marks: Sequence[Passed | None]) -> str:
-    """Update, episode and hours, each the median; a run that never passed counts as last."""
-    medians = [
-        statistics.median(math.inf if m is None else getattr(m, name) for m in marks)
-        for name in SHOWN
-    ]
-    return NOT_PASSED if math.inf in medians else _passed(Passed(*medians))
-
-
-def _range_mark(marks: Sequence[Passed | None]) -> str:
-    """From the least to the most of update, episode and hours, each on its own."""
-    reached = [m for m in marks if m is not None]
-    if not reached:
-        return NOT_PASSED
-    columns = {name: [getattr(m, name) for m in reached] for name in SHOWN}
-    if len(reached) < len(marks):  # the most is "never"
-        return f"{_passed(Passed(*(min(c) for c in columns.values())))} to {NOT_PASSED}"
-    return " / ".join(_range(columns[name], shown) for name, shown in SHOWN.items())
+def _mark_spread(marks: Sequence[Passed | None]) -> tuple[str, str]:
+    """A mark's median and range, each figure on its own; a run that never passed counts as last."""
+    columns = [[math.inf if m is None else getattr(m, name) for m in marks] for name in SHOWN]
+    median = [statistics.median(column) for column in columns]
+    median = NOT_PASSED if math.inf in median else _passed(Passed(*median))
+    if all(m is None for m in marks):
+        return median, NOT_PASSED
+    if None in marks:  # the most is "never"
+        return median, f"{_passed(Passed(*map(min, columns)))} to {NOT_PASSED}"
+    return median, " / ".join(map(_range, columns, SHOWN.values()))
 
 
 def check_distinct(run_dirs: Sequence[Path]) -> None:
-    """Refuse a run directory given twice: it would count twice in the median and range.
-
-    Raises:
-        ValueError: naming the directory.
-    """
-    seen = set()
-    for run_dir in run_dirs:
-        if run_dir.resolve() in seen:
+    """Refuse a run directory given twice (``ValueError``): it would count twice."""
+    resolved = [run_dir.resolve() for run_dir in run_dirs]
+    for i, run_dir in enumerate(run_dirs):
+        if resolved[i] in resolved[:i]:
             raise ValueError(f"{printable(run_dir)}: this run is given twice; give each run once")
-        seen.add(run_dir.resolve())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,11 +1,8 @@
 """Carry a checkpoint or policy file of an earlier version (``.npz``) over to safetensors.
 
-``python -m pong.convert OLD.npz [NEW.safetensors]`` reads the file with NumPy
-(``allow_pickle=False``, its size and members bounded first), checks it as
-``pong.run.checkpoint`` checks any file, and writes the same numbers as a checkpoint
-or policy file of this version, by default beside it: a run directory's
-``checkpoint.npz`` becomes its ``checkpoint.safetensors``, which ``--resume``
-reads. The old file is left as it was.
+``python -m pong.convert OLD.npz [NEW.safetensors]`` reads it with NumPy (no pickles, its size
+and members bounded first), checks it as any checkpoint, and writes the same numbers beside it
+(``checkpoint.npz`` becomes the ``checkpoint.safetensors`` that ``--resume`` reads).
 """
 
 from __future__ import annotations
@@ -29,26 +26,19 @@ OLD_FORMATS = {"pong-checkpoint/1": ckpt.FORMAT, "pong-policy/1": ckpt.POLICY_FO
 
 
 def read_npz(path: Path) -> tuple[ckpt.Checkpoint, bytes]:
-    """The checkpoint or policy in an earlier version's ``.npz`` file, checked, and the
-    bytes of this version's file of it, read back once as ``load`` reads any file.
-
-    Raises:
-        CheckpointError: not such a file, damaged, or holding values this version refuses.
-    """
+    """The checkpoint or policy in an earlier version's ``.npz`` file, checked, and the bytes
+    of this version's file of it, read back once as ``load`` reads any file."""
     try:
         with open_file(path, MAX_NPZ_BYTES) as f:
-            with zipfile.ZipFile(f) as z:  # its members named and sized before NumPy reads one
-                infos = z.infolist()
+            infos = zipfile.ZipFile(f).infolist()  # named and sized before NumPy reads one
             names = [i.filename for i in infos]
             if not set(names) <= MEMBERS or len(set(names)) < len(names):
                 raise ValueError(f"members {', '.join(sorted(set(names) - MEMBERS))[:100]}")
             if sum(i.file_size for i in infos) > MAX_NPZ_BYTES:
                 raise ValueError("members larger than a pong .npz file's")
             f.seek(0)
-            with np.load(f, allow_pickle=False) as npz:
-                arrays = {name: npz[name] for name in npz.files}
-            meta = json.loads(str(arrays.pop("meta")), object_pairs_hook=ckpt.unique)
-            metadata = _metadata(meta)
+            arrays = dict(np.load(f, allow_pickle=False))
+            metadata = _metadata(json.loads(str(arrays.pop("meta")), object_pairs_hook=ckpt.unique))
     except FileNotFoundError:
         raise ckpt.CheckpointError(f"{path}: no such file") from None
     except NotRegularError as e:
@@ -68,11 +58,8 @@ def _metadata(meta: dict) -> dict[str, str]:
     """The old JSON metadata as this version's texts (checked afterwards as any file's)."""
     if meta.get("format") not in OLD_FORMATS:
         raise ValueError(f"format {str(meta.get('format'))[:80]!r}")
-    values = {
-        "format": OLD_FORMATS[meta["format"]],
-        **{name: meta[name] for name in (*ckpt.COUNTERS, *ckpt.MEANS, "seed")},
-        **meta["settings"],
-    }
+    values = {name: meta[name] for name in (*ckpt.COUNTERS, *ckpt.MEANS, "seed")}
+    values = {"format": OLD_FORMATS[meta["format"]], **values, **meta["settings"]}
     return {k: ckpt.as_text(v) for k, v in values.items()}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from functools import partial
 
 import gymnasium as gym
 import numpy as np
@@ -21,78 +21,61 @@ from pong.tools.gif import GifWriter
 __all__ = ["FrameRecorder", "play_games", "report", "watch"]
 
 FRAME_SECONDS = 4 / 60  # one ALE/Pong-v5 step: 4 frames of the 60 Hz console
+OnFrame = Callable[[np.ndarray], None]
+Score = tuple[int, int, int]  # points won, points lost, steps
+say = partial(print, flush=True)  # each line as it happens, even into a pipe
 
 
-class FrameRecorder(gym.Wrapper):
+class FrameRecorder(gym.ObservationWrapper):
     """Hands every observation the env returns to ``on_frame``, for a video."""
 
-    def __init__(self, env: gym.Env, on_frame: Callable[[np.ndarray], None]) -> None:
+    def __init__(self, env: gym.Env, on_frame: OnFrame) -> None:
         super().__init__(env)
         self.on_frame = on_frame
 
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        self.on_frame(obs)
-        return obs, info
-
-    def step(self, action):
-        obs, *rest = self.env.step(action)
-        self.on_frame(obs)
-        return obs, *rest
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        self.on_frame(observation)
+        return observation
 
 
 def play_games(
-    model: Model,
-    env_id: str,
-    episodes: int,
-    seed: int,
-    on_frame: Callable[[np.ndarray], None] | None = None,
-) -> Iterator[tuple[int, int, int]]:
-    """Play ``episodes`` games with ``model``, sampling actions as in training; yield (points
-    won, points lost, steps) as each ends, and hand ``on_frame`` every frame played.
-
-    Game ``i`` (from 0) is seeded with ``seed + i``, its env reset and its action draws
-    alike, so two policies meet the same game seeds, and ``seed=seed + i, episodes=1``
-    plays game ``i`` again.
-    """
-    env: gym.Env = make_env(env_id)
-    if on_frame is not None:
-        env = FrameRecorder(env, on_frame)
-    try:
-        for game in range(episodes):
-            episode = rollout(model, env, np.random.default_rng(seed + game), seed=seed + game)
-            yield int((episode.epr > 0).sum()), int((episode.epr < 0).sum()), len(episode.epr)
-    finally:
-        env.close()
+    model: Model, env_id: str, episodes: int, seed: int, on_frame: OnFrame | None = None
+) -> Iterator[Score]:
+    """Play ``episodes`` games, sampling actions as in training; yield each ``Score`` as it ends.
+    Game ``i`` is seeded with ``seed + i``, env reset and action draws alike, so two policies
+    meet the same games, and ``seed=seed + i, episodes=1`` plays game ``i`` again."""
+    env = make_env(env_id) if on_frame is None else FrameRecorder(make_env(env_id), on_frame)
+    with env:  # closed however the games end
+        for game in range(seed, seed + episodes):
+            rewards = rollout(model, env, np.random.default_rng(game), seed=game).epr
+            yield int((rewards > 0).sum()), int((rewards < 0).sum()), len(rewards)
 
 
 def watch(options: Watch, env_id: str | None = None, seed: int | None = None) -> None:
-    """``--evaluate``: play games with a saved policy, print each score, maybe record them.
-
-    Raises:
-        UsageError: the policy, the env or the GIF's directory cannot be used.
-    """
+    """``--evaluate``: play games with a saved policy, print each score, maybe record them."""
     try:
         checkpoint = load(options.evaluate, policy=True)
     except CheckpointError as e:
         raise UsageError(f"--evaluate: {e}") from None
-    trained_on, given = checkpoint.config.env, env_id
-    env_id = env_id or trained_on
+    trained_on, given, env_id = checkpoint.config.env, env_id, env_id or checkpoint.config.env
     try:
         check_env(env_id)
     except ValueError as e:  # the policy's own env may have been edited into its file
         flag = "--env" if given else f"--evaluate: {options.evaluate}: env"
         raise UsageError(f"{flag}: {e}") from None
     record, episodes = options.record, options.episodes
-    _check_record(record)  # said before the games, not after
+    if record is not None and not record.parent.is_dir():  # said before the games, not after
+        raise UsageError(f"--record: no such directory {record.parent}")
+    if record is not None and (record.is_dir() or not os.access(record.parent, os.W_OK)):
+        why = "is a directory" if record.is_dir() else "cannot be written here"
+        raise UsageError(f"--record: {record} {why}")
     seed = fresh_seed() if seed is None else seed
-    print(
+    say(
         f"Playing {episodes} game{'s' * (episodes != 1)} of {env_id} with the policy of"
-        f" {options.evaluate} (update {checkpoint.iteration}), seed {seed}",
-        flush=True,
+        f" {options.evaluate} (update {checkpoint.iteration}), seed {seed}"
     )
     if env_id != trained_on:  # a policy may play another Pong env, but a user should know
-        print(f"note: this policy was trained on {trained_on!r}, not {env_id}", flush=True)
+        say(f"note: this policy was trained on {trained_on!r}, not {env_id}")
     model = Model.from_weights(checkpoint.weights)
     if record is None:
         scores = report(play_games(model, env_id, episodes, seed), seed)
@@ -102,32 +85,19 @@ def watch(options: Watch, env_id: str | None = None, seed: int | None = None) ->
             scores = report(play_games(model, env_id, episodes, seed, on_frame=gif.add), seed)
             gif.close()
     points = np.array([won - lost for won, lost, _ in scores])
-    print(
+    say(
         f"Mean score {points.mean():+.2f} (standard deviation {points.std():.2f}) over"
-        f" {len(scores)} game{'s' * (len(scores) != 1)}; won {(points > 0).sum()}",
-        flush=True,
+        f" {len(scores)} game{'s' * (len(scores) != 1)}; won {(points > 0).sum()}"
     )
     if record is not None:
-        print(f"Recorded {gif.frames} frames to {record}", flush=True)
+        say(f"Recorded {gif.frames} frames to {record}")
 
 
-def _check_record(record: Path | None) -> None:
-    """Refuse a ``--record`` path that cannot be written (``UsageError``)."""
-    if record is not None and not record.parent.is_dir():
-        raise UsageError(f"--record: no such directory {record.parent}")
-    if record is not None and (record.is_dir() or not os.access(record.parent, os.W_OK)):
-        why = "is a directory" if record.is_dir() else "cannot be written here"
-        raise UsageError(f"--record: {record} {why}")
-
-
-def report(games: Iterator[tuple[int, int, int]], seed: int) -> list[tuple[int, int, int]]:
+def report(games: Iterator[Score], seed: int) -> list[Score]:
     """Print each game's score, and its seed, as it ends; all of them, in order."""
     scores = []
     for game, (won, lost, steps) in enumerate(games):
         outcome = "won" if won > lost else "lost"
-        print(
-            f"Game {game + 1} (seed {seed + game}): {outcome} {won}-{lost} in {steps} steps",
-            flush=True,
-        )
+        say(f"Game {game + 1} (seed {seed + game}): {outcome} {won}-{lost} in {steps} steps")
         scores.append((won, lost, steps))
     return scores

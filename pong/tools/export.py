@@ -1,10 +1,7 @@
 """Export a run's policy as a small file to share: ``python -m pong.export RUN OUT.safetensors``.
 
-The file holds the weights alone, as float32 (about 5 MB instead of a
-checkpoint's 20), with the run's counters and settings in its metadata: a
-safetensors file, which ``safetensors.numpy.load_file`` and PyTorch read too.
-``python driver.py --evaluate OUT.safetensors`` plays it, and ``--start-from
-OUT.safetensors`` trains it further in a new run.
+The float32 weights alone (5 MB, not a checkpoint's 20) and the run's counters and settings,
+as safetensors; ``driver.py --evaluate`` plays it and ``--start-from`` trains it further.
 """
 
 from __future__ import annotations
@@ -46,10 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(1, f"{parser.prog}: error: {args.output} exists; choose a new name\n")
     except OSError as e:
         parser.exit(1, f"{parser.prog}: error: could not write {args.output}: {e.strerror or e}\n")
-    running = checkpoint.running_reward
+    running = "-" if checkpoint.running_reward is None else f"{checkpoint.running_reward:.2f}"
     print(
-        f"Wrote {args.output} ({size / 1e6:.1f} MB): the float32 policy"
-        f" of update {checkpoint.iteration}, {checkpoint.episodes} episodes, running mean"
-        f" {'-' if running is None else f'{running:.2f}'}"
+        f"Wrote {args.output} ({size / 1e6:.1f} MB): the float32 policy of update"
+        f" {checkpoint.iteration}, {checkpoint.episodes} episodes, running mean {running}"
     )
     return 0

@@ -1,10 +1,8 @@
 """An animated GIF written frame by frame: recording 1 game or 100 takes the same memory.
 
-Pillow's own GIF writer holds every frame until it saves. This one writes each frame
-as it comes, as the rectangle that changed since the one before, and keeps only the
-previous frame and the palette. Pong draws with a handful of colours, so one palette
-of at most 256 keeps every pixel exact; it is written on ``close``, into the room the
-header left for it.
+Pillow's holds every frame until it saves; this one writes each as it comes, as the rectangle
+that changed, keeping only the previous frame and the palette: Pong's few colours fit one palette
+of 256, which ``close`` writes into the room the header left.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ class GifWriter:
         self.palette: dict[int, int] = {}  # 0xRRGGBB -> its index
         self.shown: np.ndarray | None = None  # the frame on screen, as 0xRRGGBB
         self.pending: tuple[np.ndarray, tuple[int, int]] | None = None  # a changed rectangle
-        self.frames = 0  # frames added
-        self.written_until = 0  # frames whose time is already in the file
+        self.frames = self.written_until = 0  # frames added; those whose time is in the file
 
     def add(self, frame: np.ndarray) -> None:
         """Add one ``(height, width, 3)`` uint8 frame."""
@@ -56,33 +53,29 @@ class GifWriter:
             raise ValueError("a GIF needs at least one frame")
         self._flush()
         self.file.write(b";")
-        palette = np.zeros((256, 3), np.uint8)
-        for colour, index in self.palette.items():
-            palette[index] = (colour >> 16) & 255, (colour >> 8) & 255, colour & 255
+        colours = np.zeros(256, ">u4")  # 0x00RRGGBB, big-endian: its last 3 bytes are R, G, B
+        colours[: len(self.palette)] = list(self.palette)  # in the order of their indices
         self.file.seek(_PALETTE_AT)
-        self.file.write(palette.tobytes())
+        self.file.write(colours.view(np.uint8).reshape(256, 4)[:, 1:].tobytes())
         self.file.seek(0, 2)
 
     def _indices(self, packed: np.ndarray) -> np.ndarray:
         """The palette indices of 0xRRGGBB pixels; a colour not seen before gets the next one."""
         colours, inverse = np.unique(packed, return_inverse=True)
-        for colour in colours.tolist():
-            self.palette.setdefault(colour, len(self.palette))
+        lookup = [self.palette.setdefault(c, len(self.palette)) for c in colours.tolist()]
         if len(self.palette) > 256:
             raise ValueError("a GIF frame can hold at most 256 colours")
-        lookup = np.array([self.palette[c] for c in colours.tolist()], np.uint8)
-        return lookup[inverse].reshape(packed.shape)
+        return np.array(lookup, np.uint8)[inverse].reshape(packed.shape)
 
     def _flush(self) -> None:
-        """Write the pending rectangle, shown until now; its time is counted without drift."""
+        """Write the pending rectangle, shown until now; times are rounded without drift."""
         if self.pending is None:
             return
         box, offset = self.pending
-        centiseconds = round(100 * self.frame_seconds * self.frames) - round(
-            100 * self.frame_seconds * self.written_until
-        )
+        per_frame = 100 * self.frame_seconds  # centiseconds
+        duration = 10 * (round(per_frame * self.frames) - round(per_frame * self.written_until))
         image = Image.fromarray(box)  # mode "L": its bytes are the palette indices
         # disposal 1: leave the frame in place, so the next rectangle draws over it
-        for chunk in GifImagePlugin.getdata(image, offset, duration=10 * centiseconds, disposal=1):
+        for chunk in GifImagePlugin.getdata(image, offset, duration=duration, disposal=1):
             self.file.write(chunk)
         self.written_until, self.pending = self.frames, None

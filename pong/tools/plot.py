@@ -1,20 +1,8 @@
 """Learning curves as a PNG: ``python -m pong.plot RUN_DIR``, or several runs overlaid.
 
-One run: top, each episode's score and the running mean against episodes;
-bottom, steps/s of each update against training time. Several runs
-(``python -m pong.plot RUN_DIR RUN_DIR ... --output FILE.png``): their running
-means against episodes (top) and against hours of training (bottom). Reads the
-run directories' ``updates.csv`` and ``episodes.csv``; needs matplotlib
-(``pip install -e '.[plot]'``).
-
-The files are read a row at a time and a curve of over ``2 * POINTS`` rows is drawn
-from ``POINTS`` to ``2 * POINTS`` buckets of consecutive rows (``Buckets``), so a long
-run takes the memory of its drawing, not of its files: each bucket's mean, with the band
-from its least to its greatest value shaded (for the scores, the band alone).
-
-``python -m pong.plot --weights PATH`` (a run directory, a checkpoint or a
-policy file) draws what the network learned instead: each hidden unit's ``W1``
-row as an 80 x 80 image (``pong.tools.weights``); Pillow alone draws it.
+One run: its scores and running mean against episodes, and steps/s against training time; several:
+their running means against episodes and hours. Needs matplotlib (``pip install -e '.[plot]'``).
+``--weights PATH`` draws what the network learned instead (``pong.tools.weights``).
 """
 
 from __future__ import annotations
@@ -22,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from operator import add
 from pathlib import Path
 from typing import BinaryIO
@@ -42,33 +30,32 @@ POINTS = 2000  # buckets of a curve, at least, once it has more rows than 2 * PO
 
 
 class Buckets:
-    """Rows of numbers, added one at a time into at most ``2 * POINTS`` buckets of
-    consecutive rows, each keeping its rows' least, greatest and sum of each column. A
-    bucket is one row until they are all full; then they are merged in pairs, as often as
-    needed, so the memory taken does not grow with the rows."""
+    """Rows of numbers, added one at a time into at most ``2 * POINTS`` buckets of consecutive
+    rows, each keeping its rows' least, greatest and sum of each column: when all are full, pairs
+    merge, so a long run takes the memory of its drawing, not of its files."""
 
     def __init__(self) -> None:
         self.size, self.rows, self.buckets = 1, 0, []  # size: rows per bucket
 
     def add(self, *values: float) -> None:
         if self.rows % self.size:
-            self.buckets[-1] = _merged(self.buckets[-1], (values, values, values))
+            self.buckets[-1] = self._merged(self.buckets[-1], (values, values, values))
         else:
             if len(self.buckets) == 2 * POINTS:  # all full: two become one
                 self.size *= 2
-                self.buckets = list(map(_merged, self.buckets[::2], self.buckets[1::2]))
+                self.buckets = list(map(self._merged, self.buckets[::2], self.buckets[1::2]))
             self.buckets.append((values, values, values))
         self.rows += 1
+
+    @staticmethod
+    def _merged(a: tuple, b: tuple) -> tuple:
+        return tuple(map(min, a[0], b[0])), tuple(map(max, a[1], b[1])), tuple(map(add, a[2], b[2]))
 
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each bucket's least, mean and greatest of each column, as (buckets, columns)."""
         lo, hi, total = np.array(self.buckets, dtype=float).transpose(1, 0, 2)
         counts = np.minimum(self.size, self.rows - self.size * np.arange(len(lo)))
         return lo, total / counts[:, None], hi
-
-
-def _merged(a: tuple, b: tuple) -> tuple:
-    return tuple(map(min, a[0], b[0])), tuple(map(max, a[1], b[1])), tuple(map(add, a[2], b[2]))
 
 
 def _updates(run_dir: Path) -> Buckets:
@@ -82,15 +69,8 @@ def _updates(run_dir: Path) -> Buckets:
 
 
 def curve(run_dir: str | Path) -> tuple[list[float], list[float], list[float]]:
-    """Episodes, hours of training and the running mean after each update of a run (each
-    bucket's mean, once there are more than ``2 * POINTS`` updates).
-
-    Raises:
-        ValueError: the directory has no metrics.
-    """
-    _, mean, _ = _updates(Path(run_dir)).result()
-    episodes, hours, running, _ = mean.T.tolist()
-    return episodes, hours, running
+    """Episodes, hours of training and running mean after each update (or bucket of updates)."""
+    return tuple(_updates(Path(run_dir)).result()[1].T[:3].tolist())  # the means' first columns
 
 
 def _pyplot():
@@ -103,8 +83,7 @@ def _pyplot():
 
 
 def _draw(axes, buckets: Buckets, x: int, y: int, scale: float = 1.0, **style) -> None:
-    """Column ``y`` of ``buckets`` against column ``x`` (times ``scale``): the means, and the
-    band from the least to the greatest where a bucket holds several rows."""
+    """Column ``y`` against column ``x`` (times ``scale``): the means, and a band of their range."""
     lo, mean, hi = buckets.result()
     axes.plot(mean[:, x] * scale, mean[:, y], **style)
     if buckets.size > 1:
@@ -113,19 +92,13 @@ def _draw(axes, buckets: Buckets, x: int, y: int, scale: float = 1.0, **style) -
 
 
 def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
-    """Draw the run's curves into ``output`` (default ``RUN_DIR/learning_curve.png``).
-
-    Raises:
-        ValueError: the directory has no metrics.
-        ImportError: matplotlib is not installed.
-    """
+    """Draw the run's curves into ``output`` (default ``RUN_DIR/learning_curve.png``)."""
     run_dir = Path(run_dir)
     updates, games = _updates(run_dir), Buckets()
     for row in rows(run_dir / EPISODES):
         games.add(int(row["episode"]), float(row["reward"]))
     lo, mean, hi = games.result()
-    plt = _pyplot()
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), layout="constrained")
+    fig, (top, bottom) = _pyplot().subplots(2, 1, figsize=(8, 6.5), layout="constrained")
     if games.size == 1:
         top.scatter(*mean.T, s=4, alpha=0.3, color="tab:gray", label="episode score")
     else:
@@ -146,17 +119,11 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
 
 
 def plot_runs(run_dirs: Sequence[str | Path], output: str | Path) -> Path:
-    """Overlay the running means of several runs, against episodes and against hours.
-
-    Raises:
-        ValueError: a directory has no metrics.
-        ImportError: matplotlib is not installed.
-    """
+    """Overlay the running means of several runs, against episodes and against hours."""
     curves = [(printable(Path(run_dir)), curve(run_dir)) for run_dir in run_dirs]
     longest = max(hours[-1] for _, (_, hours, _) in curves)
     unit, scale = ("hours", 1) if longest > 1 else ("minutes", 60)
-    plt = _pyplot()
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), layout="constrained")
+    fig, (top, bottom) = _pyplot().subplots(2, 1, figsize=(8, 7), layout="constrained")
     for name, (episodes, hours, running) in curves:
         label = f"./{name}" if name.startswith("_") else name  # "_x" would hide from the legend
         top.plot(episodes, running, label=label)
@@ -171,7 +138,7 @@ def plot_runs(run_dirs: Sequence[str | Path], output: str | Path) -> Path:
 
 
 def _save(fig, output: Path, below: Path | None = None) -> Path:
-    """Write ``fig`` as a PNG whole or not at all, never through a planted link."""
+    """Write ``fig`` as a PNG (``_written``) and close it."""
     with _written(output, below) as f:
         fig.savefig(f, format="png", dpi=100)
     _pyplot().close(fig)
@@ -180,22 +147,15 @@ def _save(fig, output: Path, below: Path | None = None) -> Path:
 
 @contextmanager
 def _written(output: Path, below: Path | None) -> Iterator[BinaryIO]:
-    """``atomic_write`` of ``output``; one in the run directory ``below`` goes through its
-    descriptor, so a link planted at its name, or in the directory's place, is refused."""
-    if below is None:
-        with atomic_write(output) as f:
-            yield f
-    else:
-        with closing(Directory.open(below)) as directory, directory.write(output.name) as f:
-            yield f
+    """``atomic_write(output)``; in the run directory ``below``, through its descriptor, so a
+    link planted at its name, or in the directory's place, is refused."""
+    with ExitStack() as stack:
+        directory = below and stack.enter_context(closing(Directory.open(below)))
+        yield stack.enter_context(directory.write(output.name) if below else atomic_write(output))
 
 
 def plot_weights(path: str | Path, output: str | Path | None = None) -> Path:
-    """Draw the ``W1`` rows of the policy in ``path`` as 80 x 80 images into ``output``.
-
-    Raises:
-        ValueError: ``path`` holds no policy (``CheckpointError``, one line).
-    """
+    """Draw the ``W1`` rows of the policy in ``path`` as 80 x 80 images into ``output``."""
     path = Path(path)
     W1 = load(path, policy=True).weights["W1"]
     below = path if output is None and path.is_dir() else None
@@ -247,19 +207,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             drawn = plot_runs(args.run_dirs, args.output)
     except ValueError as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
-        return 2
+        error, code = e, 2
     except OSError as e:  # the PNG could not be written there
-        print(
-            f"{parser.prog}: error: {printable(e.filename or args.output)}: {e.strerror or e}",
-            file=sys.stderr,
-        )
-        return 1
+        error, code = f"{printable(e.filename or args.output)}: {e.strerror or e}", 1
     except ImportError:
-        print(
-            f"{parser.prog}: error: matplotlib is not installed: pip install -e '.[plot]'",
-            file=sys.stderr,
-        )
-        return 2
-    print(printable(drawn))  # outside the try: an error here is the output's, not the PNG's
-    return 0
+        error, code = "matplotlib is not installed: pip install -e '.[plot]'", 2
+    else:
+        print(printable(drawn))  # outside the try: an error here is the output's, not the PNG's
+        return 0
+    print(f"{parser.prog}: error: {error}", file=sys.stderr)
+    return code

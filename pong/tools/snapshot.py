@@ -1,11 +1,8 @@
 """Watching a run improve: every ``--watch-every`` updates, the weights and a game of the policy.
 
-As CleanRL's ``--capture-video`` lets its users watch an agent while it trains, the
-driver draws ``W1``'s hidden units (``pong.tools.weights``) and plays one game of the
-current policy in its own process, and keeps both in the run's TensorBoard (the Images
-tab: ``watch/weights``, ``watch/game``, animated) and in ``RUN_DIR/watch/`` as
-``weights-UPDATE.png`` and ``game-UPDATE.gif``. The game is seeded by the update's
-number, shown at half size, and sampled as in training.
+As CleanRL's ``--capture-video``, the driver draws ``W1`` and plays one game (seeded by the
+update, half size) in its own process, and keeps both in TensorBoard (``watch/weights``,
+``watch/game``) and as ``RUN_DIR/watch/weights-UPDATE.png`` and ``game-UPDATE.gif``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """What the network learned, as a picture: each hidden unit's ``W1`` row as an 80 x 80 image.
 
-A row of ``W1`` holds one weight per input pixel, so drawn where those pixels are it
-shows what the unit looks for, as in the 2016 post: white where a ball or paddle pixel
-arriving raises the unit's activation, black where it lowers it. A fresh network's rows
-are noise; a trained one's show the ball's paths and the paddles' columns. Drawn by
-``python -m pong.plot --weights`` and into TensorBoard every ``--watch-every`` updates.
+Drawn where its pixels are, a row shows what the unit looks for, as in the 2016 post: white
+where a ball or paddle pixel arriving raises its activation, black where it lowers it.
 
-Example:
-    >>> import numpy as np
-    >>> picture(np.zeros((200, 6400))).shape  # 10 rows of 20 units, 1-pixel gaps
-    (809, 1619)
+>>> import numpy as np
+>>> picture(np.zeros((200, 6400))).shape  # 10 rows of 20 units, 1-pixel gaps
+(809, 1619)
 """
 
 from __future__ import annotations
@@ -29,12 +25,8 @@ GAP = 1  # black pixels between units
 
 
 def picture(W1: np.ndarray, columns: int = COLUMNS) -> np.ndarray:
-    """The units of ``W1`` (H, D) side by side, unit ``i`` at row ``i // columns``, column
-    ``i % columns``: a uint8 grey image, 128 for a weight of 0.
-
-    Each unit is scaled to [-1, 1] by its own largest weight: the weights of different
-    units differ in size, and the picture is about where each unit looks, not how strongly.
-    """
+    """The units of ``W1`` (H, D), ``columns`` a row, as a uint8 grey image (128: a weight of 0),
+    each scaled by its own largest weight: the picture is where each looks, not how strongly."""
     if W1.shape[1:] != (D,):
         raise ValueError(f"W1 has shape {W1.shape}, expected (units, {D})")
     images = np.asarray(W1, dtype=np.float64).reshape(-1, SIDE, SIDE)
