@@ -19,43 +19,33 @@ _OLDER = ("Pong-v0", "Pong-v4", "PongNoFrameskip-v0", "PongNoFrameskip-v4")
 PONG_ENVS = (DEFAULT_ENV, *_OLDER, toy.ENV_ID)
 
 
-def _register() -> None:
-    """Register ale-py's envs (Gymnasium 1.x no longer discovers plugins) and our toy."""
-    import ale_py
-
-    # One banner per worker process says nothing a user needs.
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-    gym.register_envs(ale_py)
-    toy.register()
-
-
 def check_id(env_id: str) -> None:
     """A ``ValueError`` for an id outside ``PONG_ENVS``, before anything is imported or made.
-
-    Ids come from flags and from shared checkpoints, and Gymnasium would import the
-    module named before a ``:`` in an id: an id is only ever compared with ``PONG_ENVS``.
-    """
-    if env_id in PONG_ENVS:
-        return
-    if ":" in env_id:
+    Ids come from flags and shared checkpoints, and Gymnasium would import the module named
+    before a ``:`` in an id: an id is only ever compared with ``PONG_ENVS``."""
+    if ":" in env_id and env_id not in PONG_ENVS:
         raise ValueError(
             f"env id {env_id!r} names a Python module to import; an env id is only ever one"
             f" of {', '.join(PONG_ENVS)}"
         )
-    raise ValueError(f"unknown env id {env_id!r}: this program plays {', '.join(PONG_ENVS)}")
+    if env_id not in PONG_ENVS:
+        raise ValueError(f"unknown env id {env_id!r}: this program plays {', '.join(PONG_ENVS)}")
 
 
 def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:
     """The env ``env_id``, one of ``PONG_ENVS`` (else a ``ValueError``); an Atari env wrapped
     in ``SeededReset``, whose seeded resets after the first skip reloading the ROM."""
     check_id(env_id)
-    _register()
+    import ale_py
+    from ale_py.env import AtariEnv
+
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # one banner per worker: noise
+    gym.register_envs(ale_py)  # Gymnasium 1.x no longer discovers plugins
+    toy.register()
     with warnings.catch_warnings():
         # Pong-v0 is the id of the 2016 program; using it on purpose is fine.
         warnings.filterwarnings("ignore", message=".*is out of date", category=DeprecationWarning)
         env = gym.make(env_id)
-    from ale_py.env import AtariEnv
-
     return SeededReset(env) if isinstance(env.unwrapped, AtariEnv) else env
 
 

@@ -1,21 +1,14 @@
 """A seeded reset of an ale-py env without reloading the ROM: the same state, far sooner.
 
-Every game of a run is seeded (``pong.core.worker.game_seed``), so that any worker
-plays it the same; ale-py's ``reset(seed=s)`` reloads the ROM for that, to restart
-ALE's random generator (sticky actions) from ``s``, at many times an unseeded
-reset's cost (``benchmarks/README.md``). After a seeded reset the emulator's state
-is the same for every seed tried but for that generator: a standard mt19937 seeded
-with a number ale-py derives from ``s``, saved last in the emulator's part of the
-state as text (624 words and a position). ``SeededReset`` resets without a seed,
-restores that state with the generator's words for ``s`` written in, and seeds the
-env's own generator (random frameskips) as ``reset(seed=s)`` does. It does so only
-once it has seen it hold: its first seeded reset is made both ways and ale-py's
-state, observation and info compared; if they differ, every seeded reset stays
-ale-py's own.
-"""
+Every game is seeded (``pong.core.worker.game_seed``), and ale-py's ``reset(seed=s)`` reloads
+the ROM at many times an unseeded reset's cost (``benchmarks/README.md``) only to restart ALE's
+generator (sticky actions), an mt19937 saved as text in the state. ``SeededReset`` resets
+unseeded and restores that state with ``s``'s generator written in, once its first seeded
+reset, made both ways, gave the same state, observation and info."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import struct
 from typing import Any, NamedTuple
@@ -32,25 +25,16 @@ TRAILER = 2 * INT.size  # then the paddles' limits
 
 
 def mt19937_text(seed: int) -> bytes:
-    """``std::mt19937(seed)`` as C++'s ``operator<<`` writes it: 624 words, then its position
-    (the standard's seeding recurrence, as numpy's legacy ``RandomState(seed)``'s).
-
-    Example:
-        >>> words = mt19937_text(5489).split()
-        >>> words[:3], words[-1], len(words)
-        ([b'5489', b'1301868182', b'2938499221'], b'624', 625)
-    """
+    """``std::mt19937(seed)`` as C++'s ``operator<<`` writes it: 624 words, then its position."""
     words = [int(seed) & 0xFFFFFFFF]
     for i in range(1, 624):
-        prev = words[-1]
-        words.append((1812433253 * (prev ^ (prev >> 30)) + i) & 0xFFFFFFFF)
+        words.append((1812433253 * (words[-1] ^ (words[-1] >> 30)) + i) & 0xFFFFFFFF)
     return " ".join(map(str, [*words, 624])).encode()
 
 
 class Template(NamedTuple):
-    """A seeded reset's saved state (``ALEState.serialize``) cut around its generator:
-    ``header``, the emulator's state, length-prefixed (``before_rng``, then the generator
-    as a length-prefixed string), then ``trailer``."""
+    """A seeded reset's state (``ALEState.serialize``) cut around its generator: ``header``,
+    the emulator's length-prefixed part (``before_rng``, then the generator), ``trailer``."""
 
     header: bytes
     before_rng: bytes
@@ -62,10 +46,9 @@ class Template(NamedTuple):
         if len(state) < HEADER + INT.size + TRAILER:
             return None
         (size,) = INT.unpack_from(state, HEADER)
-        start = HEADER + INT.size
+        start, rng = HEADER + INT.size, mt19937_text(ale_seed)
+        rng = INT.pack(len(rng)) + rng  # as the state holds it: a length-prefixed string
         emulator, trailer = state[start : start + size], state[start + size :]
-        rng = mt19937_text(ale_seed)
-        rng = INT.pack(len(rng)) + rng
         if len(trailer) != TRAILER or not emulator.endswith(rng):
             return None
         return cls(state[:HEADER], emulator[: -len(rng)], trailer)
@@ -78,9 +61,8 @@ class Template(NamedTuple):
 
 
 class SeededReset(gym.Wrapper):
-    """An ale-py env, as ``gymnasium.make`` returns it, whose ``reset(seed=...)`` restores a
-    state instead of loading the ROM, once it has checked that this gives ale-py's reset
-    exactly. ALE settings changed after the first seeded reset are not re-applied."""
+    """An ale-py env whose ``reset(seed=...)`` restores a state instead of loading the ROM, once
+    checked to give ale-py's reset exactly (ALE settings changed after that are not re-applied)."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
@@ -88,11 +70,9 @@ class SeededReset(gym.Wrapper):
         self.quick: bool | None = None  # restoring gave ale-py's reset (None: not yet tried)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Reset:
-        if seed is not None and self.quick is None:
-            return self._check(seed, options)
-        if seed is not None and self.quick:
-            return self._restore(seed, options)
-        return self.env.reset(seed=seed, options=options)
+        if seed is None or self.quick is False:
+            return self.env.reset(seed=seed, options=options)
+        return self._restore(seed, options) if self.quick else self._check(seed, options)
 
     def _check(self, seed: int, options: dict[str, Any] | None) -> Reset:
         """``reset(seed=seed)`` the quick way and ale-py's way, compared; ale-py's is kept. The
@@ -102,19 +82,13 @@ class SeededReset(gym.Wrapper):
         gym.Env.reset(atari, seed=seed)  # a seed ale-py refuses is refused before anything
         other = next(s for s in itertools.count() if _high(s) != _high(seed))
         _, info = self.env.reset(seed=other, options=options)
-        state = atari.ale.cloneState(include_rng=True).serialize()
-        self.template = Template.cut(state, info["seeds"][1]) if "seeds" in info else None
+        self.template = Template.cut(_state(atari), info["seeds"][1]) if "seeds" in info else None
         quick = None
-        if self.template is not None:
-            try:
-                observation, info = self._restore(seed, options)
-                quick = (atari.ale.cloneState(include_rng=True).serialize(), observation, info)
-            except Exception:  # an ale-py whose states cannot be made from bytes: not quick
-                pass
+        with contextlib.suppress(Exception):  # an ale-py whose states cannot be made from bytes
+            if self.template is not None:
+                quick = (*self._restore(seed, options), _state(atari))
         observation, info = self.env.reset(seed=seed, options=options)
-        self.quick = quick is not None and _same(
-            quick, (atari.ale.cloneState(include_rng=True).serialize(), observation, info)
-        )
+        self.quick = quick is not None and _same(quick, (observation, info, _state(atari)))
         return observation, info
 
     def _restore(self, seed: int, options: dict[str, Any] | None) -> Reset:
@@ -123,11 +97,14 @@ class SeededReset(gym.Wrapper):
 
         atari = self.env.unwrapped
         gym.Env.reset(atari, seed=seed)  # as ale-py's: checks the seed, sets np_random_seed
-        # The unseeded reset resets what the state does not hold (the last sticky action).
-        self.env.reset(options=options)
+        self.env.reset(options=options)  # for what the state does not hold: the last action
         seeds = atari.seed_game(seed)  # as reset(seed=...) seeds: random frameskips, ALE's seed
         atari.ale.restoreState(ale_py.ALEState(self.template.state(seeds[1])))
         return atari._get_obs(), {**atari._get_info(), "seeds": seeds}
+
+
+def _state(atari: gym.Env) -> bytes:
+    return atari.ale.cloneState(include_rng=True).serialize()
 
 
 def _high(seed: int) -> bool:
@@ -135,10 +112,8 @@ def _high(seed: int) -> bool:
     return int(np.random.SeedSequence(seed).generate_state(2)[1]) >= 2**31
 
 
-def _same(a: tuple[bytes, np.ndarray, dict], b: tuple[bytes, np.ndarray, dict]) -> bool:
-    """Equal states, observations and infos (the seeds compared as numbers)."""
-    (state_a, obs_a, info_a), (state_b, obs_b, info_b) = a, b
-    same_info = info_a.keys() == info_b.keys() and all(
-        np.array_equal(info_a[k], info_b[k]) for k in info_a
-    )
-    return state_a == state_b and np.array_equal(obs_a, obs_b) and same_info
+def _same(a: tuple[np.ndarray, dict, bytes], b: tuple[np.ndarray, dict, bytes]) -> bool:
+    """Equal observations, infos (the seeds compared as numbers) and states."""
+    (obs_a, info_a, state_a), (obs_b, info_b, state_b) = a, b
+    same = state_a == state_b and np.array_equal(obs_a, obs_b) and info_a.keys() == info_b.keys()
+    return same and all(np.array_equal(info_a[k], info_b[k]) for k in info_a)

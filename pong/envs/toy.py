@@ -1,14 +1,9 @@
 """A toy env with Pong's frames, actions and rewards, that a policy learns in a minute.
 
-``PongToy/Catch-v0``: a ball falls from a random column toward a paddle in the
-middle of the bottom row; actions 2 and 3 push it a step left or right as it falls.
-A point is +1 when it lands on the paddle, -1 when it misses; a game is ``points``
-balls. A correct learner finds the right action (by the ball's side of the paddle)
-within a few hundred games; a broken one (gradient sign, preprocessing, update)
-does not. Frames are Pong's (210 x 160 x 3 uint8, its background colour, objects on
-the pixels preprocessing keeps), so the real preprocessing, model and update see
-Pong's kind of input. A random policy catches about one ball in six.
-"""
+``PongToy/Catch-v0``: a ball falls from a random column toward a paddle in the middle of the
+bottom row; actions 2 and 3 push it a step left or right as it falls; a catch is +1, a miss
+-1. On Pong's frames, a correct learner steers by the ball's side within a few hundred games,
+a broken one (gradient sign, preprocessing, update) does not; a random policy catches 1 in 6."""
 
 from __future__ import annotations
 
@@ -39,42 +34,34 @@ class Catch(gym.Env):
         self.render_mode = render_mode
         self.observation_space = gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)
         self.action_space = gym.spaces.Discrete(6)  # as Pong: 2 and 3 are the moves
-        self._frame = np.empty((210, 160, 3), np.uint8)
 
     def _new_ball(self) -> None:
-        self.ball_row = 0
-        self.ball_col = int(self.np_random.integers(0, CELLS))
-
-    def _draw(self) -> np.ndarray:
-        frame = self._frame
-        frame[:] = BACKGROUND_RGB
-        r, c = 35 + 2 * self.ball_row, 2 * self.ball_col
-        frame[r : r + 2, c : c + 2] = BALL_RGB
-        r, lo, hi = 35 + 2 * PADDLE_ROW, PADDLE_COL - PADDLE_HALF, PADDLE_COL + PADDLE_HALF + 1
-        frame[r : r + 2, 2 * lo : 2 * hi] = PADDLE_RGB
-        return frame.copy()
+        self.ball_row, self.ball_col = 0, int(self.np_random.integers(0, CELLS))
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self.played = 0
         self._new_ball()
-        return self._draw(), {}
+        return self.render(), {}
 
     def step(self, action: int):
-        if action == 2:
-            self.ball_col = max(0, self.ball_col - STEER)
-        elif action == 3:
-            self.ball_col = min(CELLS - 1, self.ball_col + STEER)
+        steer = -STEER if action == 2 else STEER if action == 3 else 0
+        self.ball_col = min(CELLS - 1, max(0, self.ball_col + steer))
         self.ball_row = min(PADDLE_ROW, self.ball_row + FALL)
         reward = 0.0
         if self.ball_row == PADDLE_ROW:
             reward = 1.0 if abs(self.ball_col - PADDLE_COL) <= PADDLE_HALF else -1.0
             self.played += 1
             self._new_ball()
-        return self._draw(), reward, self.played >= self.points, False, {}
+        return self.render(), reward, self.played >= self.points, False, {}
 
     def render(self) -> np.ndarray:
-        return self._draw()
+        frame = np.full((210, 160, 3), BACKGROUND_RGB, np.uint8)
+        r, c = 35 + 2 * self.ball_row, 2 * self.ball_col
+        frame[r : r + 2, c : c + 2] = BALL_RGB
+        r, c = 35 + 2 * PADDLE_ROW, 2 * (PADDLE_COL - PADDLE_HALF)
+        frame[r : r + 2, c : c + 2 * (2 * PADDLE_HALF + 1)] = PADDLE_RGB
+        return frame
 
 
 def register() -> None:

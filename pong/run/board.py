@@ -1,12 +1,9 @@
 """TensorBoard event files beside the CSVs: ``tensorboard --logdir runs`` shows every run.
 
-The tags are CleanRL's, over its x axis (env steps so far): ``charts/episodic_return``
-and ``charts/episodic_length`` (each game, at the step it ended), ``charts/SPS``,
-``charts/running_reward`` and ``charts/update_seconds`` (each update). Events are
-written and flushed with each update, in this thread: a full disk is an ``OSError``
-here like any other file's. A resumed run's file starts with TensorBoard's restart
-marker at the step after its checkpoint, which hides what a killed run wrote past
-it. The CSVs stay the run's record; these files are for watching.
+CleanRL's tags over its x axis (env steps so far): ``charts/episodic_return`` and
+``charts/episodic_length`` per game, ``charts/SPS``, ``charts/running_reward`` and
+``charts/update_seconds`` per update, each update's written and flushed in this thread (a
+full disk is an ``OSError`` here like any file's). The CSVs stay the run's record.
 """
 
 from __future__ import annotations
@@ -34,20 +31,20 @@ EVENTS = "events.out.tfevents."  # the start of an event file's name, as TensorB
 
 
 class Board:
-    """Writes one update's scalars at a time into an event file in ``run_dir``."""
+    """Writes one update's scalars at a time into an event file in ``run_dir``; a resumed
+    run's (``resumed_at_step``) starts with TensorBoard's restart marker at the step after its
+    checkpoint, which hides what a killed run wrote past it."""
 
     def __init__(self, run_dir: Directory | Path, resumed_at_step: int | None = None) -> None:
         # The name holds the second it was made, as tensorboardX's; nanoseconds keep a quick
         # resume's name new and, sorted, after the one before (TensorBoard reads them in order).
         name = f"{EVENTS}{int(time.time())}.{socket.gethostname()}.{time.time_ns()}"
-        if isinstance(run_dir, Directory):
-            self._file = run_dir.create(name)  # a new file, never through a planted link
-        else:
-            self._file = create_new(run_dir / name)
-        self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
-        if resumed_at_step is not None:  # hide what a killed run logged past its checkpoint
+        new = isinstance(run_dir, Directory)  # a new file, never through a planted link
+        self._file = run_dir.create(name) if new else create_new(run_dir / name)
+        self._write(Event(file_version="brain.Event:2"))
+        if resumed_at_step is not None:
             restart = SessionLog(status=SessionLog.START)
-            self._write(Event(wall_time=time.time(), step=resumed_at_step + 1, session_log=restart))
+            self._write(Event(step=resumed_at_step + 1, session_log=restart))
 
     def record(self, update: Update, trainer: Trainer) -> None:
         """The scalars of the update ``trainer`` just made, flushed."""
@@ -63,24 +60,22 @@ class Board:
         os.fsync(self._file.fileno())
 
     def image(self, tag: str, encoded: bytes, shape: tuple[int, int], step: int) -> None:
-        """A PNG or GIF (TensorBoard animates a GIF) under ``tag`` at ``step``, flushed."""
-        height, width = shape
-        picture = Summary.Image(
-            height=height, width=width, colorspace=1, encoded_image_string=encoded
-        )
-        summary = Summary(value=[Summary.Value(tag=tag, image=picture)])
-        self._write(Event(wall_time=time.time(), step=step, summary=summary))
+        """A PNG or GIF (TensorBoard animates a GIF) of ``shape`` (height, width), flushed."""
+        image = Summary.Image(height=shape[0], width=shape[1], colorspace=1)  # RGB
+        image.encoded_image_string = encoded
+        self._write(Event(step=step, summary=Summary(value=[Summary.Value(tag=tag, image=image)])))
         self._file.flush()
 
     def close(self) -> None:
         self._file.close()
 
+    def _scalar(self, tag: str, value: float, step: int) -> None:
+        self._write(Event(step=step, summary=scalar(tag, float(value))))
+
     def _write(self, event: Event) -> None:
         """One record of TensorBoard's file format: length, its CRC, the event, its CRC."""
+        event.wall_time = time.time()
         data = event.SerializeToString()
         header = struct.pack("<Q", len(data))
         crcs = struct.pack("<I", masked_crc32c(header)), struct.pack("<I", masked_crc32c(data))
         self._file.write(header + crcs[0] + data + crcs[1])
-
-    def _scalar(self, tag: str, value: float, step: int) -> None:
-        self._write(Event(wall_time=time.time(), step=step, summary=scalar(tag, float(value))))

@@ -1,8 +1,6 @@
-"""Connecting to Ray: a local instance, or an existing cluster checked before joining.
-
-``ray.init`` retries for minutes where nothing answers: ``connect`` first checks that
-something does, and turns what ``ray.init`` raises (a refused token, a Ray that could not
-start) into one line."""
+"""Connecting to Ray: a local instance, or an existing cluster checked before joining
+(``ray.init`` retries for minutes where nothing answers); what ``ray.init`` raises (a
+refused token, a Ray that could not start) is one line."""
 
 from __future__ import annotations
 
@@ -31,8 +29,7 @@ class ClusterError(PongError):
 
 
 def resolve_address(flag: str | None) -> str | None:
-    """The cluster to join: the ``--address``/``--redis-address`` flag, else ``RAY_ADDRESS``;
-    ``None``: start a local Ray."""
+    """The cluster to join: ``flag`` (``--address``), else ``RAY_ADDRESS``; None: a local Ray."""
     if flag is not None and not flag.strip():
         raise UsageError("the cluster address is empty; give HOST:PORT, or none for a local Ray")
     address = flag or os.environ.get("RAY_ADDRESS") or None
@@ -55,25 +52,8 @@ def local_ray_settings() -> None:
     os.environ.setdefault("RAY_enable_metrics_collection", "0")  # for a dashboard not started
 
 
-def _recorded_address() -> str:
-    """What ``--address=auto`` joins: the cluster ``ray start`` last recorded in
-    ``/tmp/ray/ray_current_cluster`` (unlike Ray's "auto", never another process's Ray)."""
-    try:
-        from ray._private.utils import read_ray_address  # private
-    except ImportError:
-        return "auto"  # Ray resolves it in ray.init, without our early check
-    recorded = read_ray_address()
-    if not recorded:
-        raise ClusterError(
-            "--address=auto: no Ray cluster was started on this machine; start one with"
-            " `ray start --head`, give HOST:PORT, or leave --address out for a local Ray"
-        )
-    return recorded
-
-
 def _check_file_limit() -> None:
-    """Refuse a file size limit (``ulimit -f``) that a local Ray's object store cannot start
-    under: Ray would retry for 30 s and fail without naming it."""
+    """Refuse a ``ulimit -f`` too small for a local Ray's object store (Ray would retry 30 s)."""
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     store = 0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # Ray's default
     if limit != resource.RLIM_INFINITY and limit < store:
@@ -84,26 +64,29 @@ def _check_file_limit() -> None:
         )
 
 
-def _split(address: str) -> tuple[str, int] | None:
-    """``"HOST:PORT"`` -> ``(HOST, PORT)``; ``None`` for forms Ray resolves itself ("auto")."""
-    if address == "auto" or "://" in address:
-        return None
+def _checked(address: str) -> str:
+    """``address`` once something answers there, else ``ClusterError``; ``auto``: the cluster
+    ``ray start`` last recorded in ``/tmp/ray/ray_current_cluster`` (unlike Ray's "auto",
+    never another process's Ray)."""
+    auto = address == "auto"
+    if auto:
+        try:
+            from ray._private.utils import read_ray_address  # private
+        except ImportError:
+            return "auto"  # Ray resolves it in ray.init, without our early check
+        address = read_ray_address()
+        if not address:
+            raise ClusterError(
+                "--address=auto: no Ray cluster was started on this machine; start one with"
+                " `ray start --head`, give HOST:PORT, or leave --address out for a local Ray"
+            )
+    if "://" in address:  # a form Ray resolves itself
+        return address
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise UsageError(f"cluster address must be HOST:PORT, got {address!r}")
-    return host.strip("[]"), int(port)
-
-
-def _checked(address: str) -> str:
-    """``address`` (``auto`` resolved) once something answers there, else ``ClusterError``."""
-    auto = address == "auto"
-    if auto:
-        address = _recorded_address()
-    parts = _split(address)
-    if parts is None:
-        return address
     try:
-        socket.create_connection(parts, timeout=PROBE_TIMEOUT_S).close()
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
     except OSError as e:
         line = f"no Ray cluster answers at {address}: {e.strerror or type(e).__name__}"
         if auto:  # a head that stopped leaves its address file behind
@@ -123,10 +106,8 @@ def _raise_for(address: str, error: BaseException) -> None:
         raise ClusterError(f"RAY_AUTH_MODE=token is set but no token was found: {TOKEN_HELP}")
     line = f"could not join the Ray cluster at {address}: {first_line(error)}"
     if isinstance(error, ConnectionError):  # something answered there: maybe a token problem
-        check = TOKEN_HELP
-        if token_mode:
-            check = "check that this machine's token is the head node's ~/.ray/auth_token"
-        line += f"; if the cluster uses token authentication, {check}"
+        mine = "check that this machine's token is the head node's ~/.ray/auth_token"
+        line += f"; if the cluster uses token authentication, {mine if token_mode else TOKEN_HELP}"
     raise ClusterError(line)
 
 
@@ -138,12 +119,8 @@ def first_line(error: BaseException) -> str:
 
 def connect(address: str | None, num_cpus: int | None = None) -> None:
     """Join the cluster at ``address`` (``HOST:PORT`` or ``"auto"``), or start a local Ray of
-    ``num_cpus`` CPUs when it is ``None``.
-
-    Raises:
-        ClusterError: nothing answers at ``address``, the cluster refuses the
-            client's authentication, or Ray fails to start.
-    """
+    ``num_cpus`` CPUs when it is ``None``; a ``ClusterError`` if nothing answers there, the
+    cluster refuses the client's authentication, or Ray fails to start."""
     if address is not None and num_cpus is not None:
         raise UsageError("--num-cpus applies to a local Ray only, not with a cluster address")
     # A new local Ray turns token authentication on and says how to opt out: noise here.

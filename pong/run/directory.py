@@ -51,11 +51,7 @@ def kept_after_the_job(path: Path, flag: str) -> Path:
 
 
 def lock(directory: Directory) -> IO[str]:
-    """An exclusive OS lock on ``directory``, released when this process ends, however.
-
-    Raises:
-        UsageError: another process holds it; the message names that process.
-    """
+    """An exclusive OS lock on ``directory`` while this process lives (else a ``UsageError``)."""
     f = directory.append(LOCK, "a+")  # kept open: the lock lives with it
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -80,20 +76,20 @@ class Run:
         self, directory: Path, config: Config, saved: Checkpoint | None, checkpoint_every: int
     ) -> None:
         self.directory, self.config, self.checkpoint_every = directory, config, checkpoint_every
-        self.training = False  # the trainer is starting or started (a failure says what was kept)
         self.saved = saved  # the checkpoint this run resumes from (None: a new run)
         self.start_from: tuple[Path, Checkpoint] | None = None  # --start-from: file, contents
+        self.stamp: tuple[int, int] | None = None  # which save of the checkpoint was read
+        self.saved_at = saved.iteration if saved else 0  # the update the checkpoint holds
+        self.checkpoint_path = directory / FILENAME
+        self.training = False  # the trainer is starting or started (a failure says what was kept)
         self.checkpoint_seconds = math.inf  # also save after an update this long after the last
         self.saved_time = time.monotonic()  # when the last save was (or the run began)
         self.watch_every = 0  # updates between snapshots (pong.tools.snapshot); 0: none
-        self.checkpoint_path = directory / FILENAME
         self.metrics: MetricsLog | None = None  # opened with the first update's rows
         self.board: Board | None = None  # TensorBoard's events, opened with them too
-        self.saved_at = saved.iteration if saved else 0  # the update the checkpoint holds
         self.lock: IO[str] | None = None
         self.dir: Directory | None = None  # the directory, opened once: no link below it followed
         self.made = False  # this run made the directory (removed again if left empty)
-        self.stamp: tuple[int, int] | None = None  # which save of the checkpoint was read
 
     @classmethod
     def start(
@@ -105,21 +101,16 @@ class Run:
         env_given: bool = True,
     ) -> Run:
         """A new run in ``directory`` (default ``runs/<start time>``, in a Ray job
-        ``~/ray_results/pong/<start time>``); a random seed if none. With ``start_from``, a
-        policy file, checkpoint or run directory, it starts from those weights (see
-        ``initial``) and plays their env unless ``env_given``.
-
-        Raises:
-            UsageError: ``start_from`` cannot be read as weights.
-        """
-        initial = None
+        ``~/ray_results/pong/<start time>``), a random seed if none; from ``start_from``'s
+        weights (see ``initial``), and their env unless ``env_given``, if given."""
+        source = None
         if start_from is not None:
             try:
-                initial = load(start_from, policy=True)
+                source = (start_from, load(start_from, policy=True))
             except CheckpointError as e:
                 raise UsageError(f"--start-from: {e}") from None
             if not env_given:
-                config = dataclasses.replace(config, env=initial.config.env)
+                config = dataclasses.replace(config, env=source[1].config.env)
         if directory is None:
             runs = Path(JOB_RUNS).expanduser() if in_ray_job() else Path("runs")
             directory = runs / time.strftime("%Y%m%d-%H%M%S")
@@ -129,7 +120,7 @@ class Run:
         if config.seed is None:
             config = dataclasses.replace(config, seed=fresh_seed())
         run = cls(directory, config, None, checkpoint_every)
-        run.start_from = None if initial is None else (start_from, initial)
+        run.start_from = source
         return run
 
     @property
@@ -143,11 +134,8 @@ class Run:
 
     @classmethod
     def resume(cls, path: Path, flags: dict[str, Any], checkpoint_every: int) -> Run:
-        """The run saved in ``path`` (its checkpoint or its directory), with its settings.
-
-        Raises:
-            UsageError: the checkpoint cannot be used, or a flag in ``flags`` contradicts it.
-        """
+        """The run saved in ``path`` (its checkpoint or its directory), with its settings; a
+        ``UsageError`` if the checkpoint cannot be used or one of ``flags`` contradicts it."""
         kept_after_the_job(path, "--resume")
         if path.is_file() and path.name == OLD_FILENAME:
             raise UsageError(
@@ -176,12 +164,8 @@ class Run:
         return run
 
     def open(self) -> None:
-        """Own the directory (an OS lock), before anything is written or Ray started.
-
-        Raises:
-            UsageError: it cannot be made or written, another driver owns it, or it holds
-                files this run must not write over.
-        """
+        """Own the directory (an OS lock) before anything is written or Ray started; a
+        ``UsageError`` if it cannot, or it holds files this run must not write over."""
         if self.directory.is_symlink():
             raise UsageError(
                 f"run directory {self.directory} is a symbolic link; give the directory itself"
@@ -222,7 +206,8 @@ class Run:
         held += [f"TensorBoard events ({name})" for name in names if name.startswith(EVENTS)]
         if held:
             raise UsageError(
-                f"{self.directory} already holds a run's {held[0]}; choose another --run-dir"
+                f"{self.directory} already holds a run's {held[0]}, but no checkpoint to resume"
+                " (it stopped before its first save); choose another --run-dir"
             )
 
     def record(self, update: Update, trainer: Trainer) -> None:
@@ -236,7 +221,12 @@ class Run:
                 self.board = Board(self.dir, self.saved.steps if self.saved else None)
             self.board.record(update, trainer)
         waited = time.monotonic() - self.saved_time
-        if trainer.iteration % self.checkpoint_every == 0 or waited >= self.checkpoint_seconds:
+        first = self.saved_at == 0  # a new run's first update: once one is printed, it resumes
+        if (
+            first
+            or trainer.iteration % self.checkpoint_every == 0
+            or waited >= self.checkpoint_seconds
+        ):
             self.save(trainer)
 
     def watch_due(self, iteration: int) -> bool:
@@ -248,18 +238,14 @@ class Run:
         instead when it cannot be written (a full disk, a bad ``watch/``): the run goes on."""
         watched, n, steps = self.directory / WATCH, trainer.iteration, trainer.steps
         lost = "no picture or game of this update was kept"
+        files = (f"weights-{n:06d}.png", shot.weights_png), (f"game-{n:06d}.gif", shot.game_gif)
         try:
             with writing(watched, lost):
                 watch_dir = self.dir.subdirectory(WATCH)  # a link planted there is refused
-            try:
-                for name, data in (
-                    (f"weights-{n:06d}.png", shot.weights_png),
-                    (f"game-{n:06d}.gif", shot.game_gif),
-                ):
+            with contextlib.closing(watch_dir):
+                for name, data in files:
                     with writing(watched / name, lost), watch_dir.write(name) as f:
                         f.write(data)
-            finally:
-                watch_dir.close()
             with writing(self.directory, lost):
                 self.board.image("watch/weights", shot.weights_png, shot.weights_shape, steps)
                 self.board.image("watch/game", shot.game_gif, shot.game_shape, steps)
@@ -286,23 +272,20 @@ class Run:
             self.board = None
         if trainer is not None and trainer.iteration > self.saved_at:
             self.save(trainer)
-        if self.lock is not None:
-            if self.made and self.dir.names() == [LOCK]:
-                self.dir.remove(LOCK)
-                with contextlib.suppress(OSError):  # someone put a file in it meanwhile
-                    self.directory.rmdir()
-            self.lock.close()
-            self.lock = None
-        if self.dir is not None:
-            self.dir.close()
-            self.dir = None
+        if self.lock is not None and self.made and self.dir.names() == [LOCK]:
+            self.dir.remove(LOCK)
+            with contextlib.suppress(OSError):  # someone put a file in it meanwhile
+                self.directory.rmdir()
+        for opened in (self.lock, self.dir):
+            if opened is not None:
+                opened.close()
+        self.lock = self.dir = None
 
 
 def _holds_rows(directory: Directory, name: str) -> bool:
-    """Whether the metrics file ``name`` holds more than a header; anything but a regular
-    file holds something (a FIFO is not read: it could block forever)."""
+    """Whether the metrics file ``name`` holds more than a header (anything but a file does)."""
     info = directory.lstat(name)
-    if info is None or not stat.S_ISREG(info.st_mode):
+    if info is None or not stat.S_ISREG(info.st_mode):  # a FIFO is not read: it could block
         return info is not None
     with directory.read(name) as f:
         return len(f.read(64 * 1024).splitlines()) > 1  # a header is one short line
@@ -310,8 +293,7 @@ def _holds_rows(directory: Directory, name: str) -> bool:
 
 def saved_stamp(path: Path) -> tuple[int, int] | None:
     """What tells one save of ``path`` from the next (each save is a new file, renamed in)."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         info = path.lstat()
-    except FileNotFoundError:
-        return None
-    return info.st_ino, info.st_mtime_ns
+        return info.st_ino, info.st_mtime_ns
+    return None

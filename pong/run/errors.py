@@ -51,20 +51,14 @@ def quiet_when_piped(main: Callable[[], int], prog: str) -> NoReturn:
         if e.filename is not None:  # a file of the command's own, not its output
             raise
         print(f"{prog}: error: could not write the output: {e.strerror or e}", file=sys.stderr)
-        _discard_stdout()
-        code = 1
+        code = output_closed(1)
     sys.exit(code)
 
 
-def output_closed() -> int:
-    """After a ``BrokenPipeError`` on stdout: the exit code, with no second error at exit."""
-    _discard_stdout()
-    return 128 + signal.SIGPIPE.value
-
-
-def _discard_stdout() -> None:
-    """Point stdout at /dev/null, so that what is left in its buffer fails nowhere at exit."""
+def output_closed(code: int = 128 + signal.SIGPIPE.value) -> int:
+    """``code``, once stdout (closed, say) points at /dev/null: its buffer fails nowhere at exit."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return code
 
 
 def pasteable(path: str | os.PathLike) -> str:
@@ -98,7 +92,6 @@ def printable(path: str | os.PathLike) -> str:
 def command(*words: str | os.PathLike, module: str | None = None) -> str:
     """A command to paste here, for a hint: this Python, ``driver.py`` (or ``-m module``),
     then ``words``, each path made pasteable.
-
     >>> command("--resume", "runs/a b").endswith("driver.py --resume 'runs/a b'")
     True
     """

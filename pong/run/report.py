@@ -32,23 +32,22 @@ def announce(run: Run, options: Options, where: str) -> None:
     if options.until_mean is not None:
         stops.append(f"until the running mean is above {options.until_mean:g}")
     until = " or ".join(stops) or ("until `ray job stop`" if in_ray_job() else "until Ctrl-C")
-    lines = []
     if run.start_from is not None:
         path, source = run.start_from
         mean = "-" if source.running_reward is None else f"{source.running_reward:.2f}"
-        lines.append(
+        print(
             f"Starting a new run from the weights of {path} (update {source.iteration} of its"
             f" run, running mean {mean}), with a fresh RMSProp cache"
         )
     resumed = f"; resuming after update {run.saved.iteration}" if run.saved else ""
-    lines += [
+    print(
         f"Running on {where}: batch size {config.batch_size}, env {config.env},"
-        f" seed {config.seed}, learning rate {config.learning_rate:g}, {until}",
+        f" seed {config.seed}, learning rate {config.learning_rate:g}, {until}\n"
         f"Run directory: {run.directory} (checkpoint every {run.checkpoint_every} updates"
-        f" and {run.checkpoint_seconds:g} s,"
-        f" metrics in updates.csv, episodes.csv and TensorBoard event files){resumed}",
-    ]
-    print("\n".join(lines), flush=True)
+        f" and {run.checkpoint_seconds:g} s, metrics in updates.csv, episodes.csv and"
+        f" TensorBoard event files){resumed}",
+        flush=True,
+    )
 
 
 def started(trainer: Trainer) -> str:
@@ -79,8 +78,7 @@ def farewell(
     until_mean: float | None = None,
     script: str = "driver.py",
 ) -> str:
-    """The last line: what the run did and, once it has saved, how to continue it
-    (with ``script``, the driver's path, in the command)."""
+    """The last line: what the run did and, once saved, how to continue it with ``script``."""
     n, best = trainer.iteration, trainer.best_running_reward
     line = (
         f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.episodes}"
@@ -96,17 +94,13 @@ def farewell(
     if in_ray_job():  # submitted as a job: continue it as one, with the same packages
         job = json.loads(os.environ[JOB_CONFIG]).get("runtime_env") or {}
         pip = " --runtime-env runtime_env.yaml" if "pip" in job else ""
-        again = (
-            f"ray job submit --address {cluster} --working-dir .{pip} -- python driver.py"
-            f" --resume {shell_word(str(run.directory))}{goal}"  # absolute: no leading -
-        )
+        again = f"ray job submit --address {cluster} --working-dir .{pip} -- python driver.py"
+        directory = shell_word(str(run.directory))  # absolute: no leading -
     else:
         where = f" --address={shell_word(cluster)}" if cluster else ""
-        again = (
-            f"{pasteable(sys.executable)} {pasteable(script)}{where}"
-            f" --resume {pasteable(run.directory)}{goal}"
-        )
-    return f"{line}; checkpoint: {checkpoint} (continue with: {again})"
+        again = f"{pasteable(sys.executable)} {pasteable(script)}{where}"
+        directory = pasteable(run.directory)
+    return f"{line}; checkpoint: {checkpoint} (continue with: {again} --resume {directory}{goal})"
 
 
 def failed(prog: str, error: Exception, run: Run | None) -> int:

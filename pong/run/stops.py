@@ -19,7 +19,7 @@ class Stops:
     def __init__(self) -> None:
         self.received: list[signal.Signals] = []
         self.ending = False  # the run is ending anyway: a signal is only counted
-        self.holding = self.waiting = False
+        self.holding = False  # in a ``held`` block: a first stop waits for its end
 
     def install(self) -> None:
         """Handle ``STOPS`` (explicitly: a shell starts background jobs with SIGINT ignored);
@@ -30,13 +30,9 @@ class Stops:
 
     def _handle(self, signum: int, frame: object) -> None:
         self.received.append(signal.Signals(signum))
-        if len(self.received) > 1 or self.ending:
-            return
-        if self.holding:
-            self.waiting = True
-            return
-        self.ending = True
-        raise KeyboardInterrupt
+        if len(self.received) == 1 and not (self.ending or self.holding):
+            self.ending = True
+            raise KeyboardInterrupt
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -46,6 +42,6 @@ class Stops:
             yield
         finally:
             self.holding = False
-        if self.waiting:
+        if self.received and not self.ending:  # the first stop came inside it
             self.ending = True
             raise KeyboardInterrupt

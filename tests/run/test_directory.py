@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -65,7 +66,7 @@ def test_a_new_run_gets_a_seed_and_refuses_a_directory_that_holds_a_run(tmp_path
         Run.start(tmp_path, Config(), checkpoint_every=10).open()
 
 
-def test_checkpoints_come_every_n_updates_and_at_close(tmp_path) -> None:
+def test_checkpoints_come_after_the_first_update_every_n_updates_and_at_close(tmp_path) -> None:
     run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=2)
     trainer = StandInTrainer(run.config)
     run.open()
@@ -74,10 +75,26 @@ def test_checkpoints_come_every_n_updates_and_at_close(tmp_path) -> None:
         run.record(trainer.play(), trainer)
         path = run.checkpoint_path
         saved.append(load(path).iteration if path.exists() else None)
-    assert saved == [None, 2, 2]
+    assert saved == [1, 2, 2]
     run.close(trainer)
     assert load(run.checkpoint_path).iteration == 3
     assert len((run.directory / "updates.csv").read_text().splitlines()) == 1 + 3
+
+
+def test_a_checkpoint_also_comes_once_checkpoint_seconds_have_passed(tmp_path, monkeypatch) -> None:
+    run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=100)
+    run.checkpoint_seconds = 60.0
+    trainer, now = StandInTrainer(run.config), [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    run.saved_time = now[0]
+    run.open()
+    saved = []
+    for seconds in (1, 30, 29, 1, 60):  # after each update, the clock has moved on this much
+        now[0] += seconds
+        run.record(trainer.play(), trainer)
+        saved.append(load(run.checkpoint_path).iteration)
+    assert saved == [1, 1, 1, 4, 5]  # the first; then each update 60 s or more after a save
+    run.close(trainer)
 
 
 def test_resume_keeps_the_run_s_settings_and_refuses_contradicting_flags(tmp_path) -> None:
@@ -109,7 +126,8 @@ def test_a_new_run_refuses_an_earlier_run_s_metrics_but_not_bare_headers(tmp_pat
     trainer = StandInTrainer(again.config)
     again.record(trainer.play(), trainer)
     again.close()
-    with pytest.raises(UsageError, match="already holds a run's updates.csv"):
+    (tmp_path / FILENAME).unlink()  # as a run killed before its first save leaves it
+    with pytest.raises(UsageError, match="already holds a run's updates.csv, but no checkpoint"):
         Run.start(tmp_path, Config(seed=1), checkpoint_every=10).open()
 
 
