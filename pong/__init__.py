@@ -16,22 +16,12 @@ the other names above load the part they come from.
 
 from __future__ import annotations
 
-import importlib
-
-__all__ = [
-    "Model",
-    "RolloutWorker",
-    "Trainer",
-    "episode_gradient",
-    "preprocess",
-    "process_rewards",
-    "rollout",
-    "rollout_dense",
-]
+import pong.core
+from pong.core import __all__  # the algorithm's names: pong.Model is pong.core.Model
 
 
 def __getattr__(name: str) -> object:
     """``pong.Model`` and the rest, imported on first use (PEP 562): Ray only with the actor."""
     if name not in __all__:
         raise AttributeError(f"module 'pong' has no attribute {name!r}")
-    return getattr(importlib.import_module("pong.core"), name)
+    return getattr(pong.core, name)
