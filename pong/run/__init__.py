@@ -1,0 +1,1 @@
+"""A run around the algorithm: settings, directory, checkpoint, metrics, lines printed, Ray."""
