@@ -193,13 +193,13 @@ class Directory:
             os.unlink(name, dir_fd=self.fd)
 
     def remove_stale_temporaries(self, *names: str) -> list[str]:
-        """Remove the temporaries ``atomic_write`` of ``names`` (any, if none given) left here
-        when killed outright, regular files only; the names removed. Call it only holding the
-        lock that keeps every other writer out: their temporaries would go too."""
+        """Remove the temporaries ``atomic_write`` of ``names`` left here when killed outright,
+        regular files only; the names removed. Call it only holding the lock that keeps every
+        other writer of ``names`` out: their temporaries would go too."""
         removed = []
         for name in self.names():
             match = TEMPORARY.fullmatch(name)
-            info = self.lstat(name) if match and (not names or match[1] in names) else None
+            info = self.lstat(name) if match and match[1] in names else None
             if info is not None and stat.S_ISREG(info.st_mode):
                 with suppress(OSError):
                     os.unlink(name, dir_fd=self.fd)
