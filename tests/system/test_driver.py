@@ -49,6 +49,8 @@ from tests.system.test_faults import wait_for
         (["--num-cpus=100000"], f"--num-cpus: expected at most {64 * (os.cpu_count() or 1)} (64"),
         ([f"--num-cpus={10**18}"], f"got '{10**18}'"),  # Ray's limit is 10**14
         (["--learning-rate=nan"], "argument --learning-rate: expected a positive number"),
+        (["--checkpoint-seconds=0"], "argument --checkpoint-seconds: expected a positive number"),
+        (["--checkpoint-seconds=inf"], "argument --checkpoint-seconds: expected a positive num"),
         (["--decay-rate=1"], "argument --decay-rate: expected a number below 1"),
         (["--bogus"], "unrecognized arguments: --bogus"),
         (["--run-dir="], "argument --run-dir: expected a path, got ''"),
