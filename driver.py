@@ -110,6 +110,11 @@ def prepare(args: argparse.Namespace, options: Options) -> Run:
         if run.start_from is not None and args.env is None:  # the env came from the file
             where = f"--start-from: {run.start_from[0]}: env"
         raise UsageError(f"{where}: {e}") from None
+    if options.workers is not None and options.workers > run.config.batch_size:
+        raise UsageError(
+            f"--workers {options.workers}: at most the batch size ({run.config.batch_size}),"
+            " since each worker plays one game at a time"
+        )
     if run.saved and reached(run.saved.running_reward, options.until_mean):
         raise UsageError(
             f"--until-mean {options.until_mean:g}: the run's running mean is already"
@@ -124,7 +129,7 @@ def train(run: Run, options: Options, stops: Stops, address: str | None = None) 
     trainer, first, iterations = None, run.saved_at, options.iterations
     run.training = True  # an error from here on says what the run kept
     try:
-        trainer = Trainer(**hyperparameters(run.config), state=run.initial)
+        trainer = Trainer(**hyperparameters(run.config), state=run.initial, workers=options.workers)
         print(started(trainer), flush=True)
         while (iterations is None or trainer.iteration - first < iterations) and not reached(
             trainer.running_reward, options.until_mean

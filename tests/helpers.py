@@ -106,11 +106,20 @@ def run_driver(args: list[str], env: dict[str, str], timeout: float = 240):
 TOY = Config(batch_size=1, env="PongToy/Catch-v0", seed=0)
 
 
-def with_workers(trainer: Trainer, workers: list) -> Trainer:
-    """``trainer`` with its RolloutWorkers swapped for stand-ins."""
+def release(trainer: Trainer) -> None:
+    """End ``trainer``'s workers, and wait until Ray says each is dead: each holds a CPU
+    (stand-ins too), which a later trainer's workers may be waiting for."""
     for actor in trainer.games.actors:
         ray.kill(actor)
-    trainer.games = Games(workers, trainer.seed)
+    for actor in trainer.games.actors:
+        with contextlib.suppress(ray.exceptions.RayActorError):
+            ray.get(actor.describe.remote(), timeout=30)
+
+
+def with_workers(trainer: Trainer, workers: list) -> Trainer:
+    """``trainer`` with its RolloutWorkers swapped for stand-ins."""
+    release(trainer)
+    trainer.games = Games(workers, trainer.seed, expect=len(workers))
     return trainer
 
 

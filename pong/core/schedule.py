@@ -1,103 +1,181 @@
-"""Dealing an update's games to the workers: one each to start, then the next to whoever is free.
+"""Dealing an update's games to the workers that are up, and following workers as they come
+and go.
 
-There are as many workers as can play at once (one per CPU, at most the batch
-size), so no game waits for a core: a worker that finishes a game gets the
-batch's next one. Game ``g`` of update ``u`` is seeded from (run seed, ``u``,
-``g``) (``pong.core.worker.game_seed``), so it is the same game whichever worker, on
-whichever node, plays it. A game whose worker Ray is restarting (its process or
-node was lost) goes to the next worker to finish, or back to its own once Ray
-has restarted it; a worker whose restarts are used up stops the run.
+Game ``g`` of update ``u`` is seeded from (run seed, ``u``, ``g``)
+(``pong.core.worker.game_seed``), so it is the same game whichever worker, on whichever node,
+plays it; the trainer adds the games in game order, so a seed gives the same bytes with any
+workers. Each worker holds one CPU, so Ray places at most one per CPU, and a worker it cannot
+place yet waits (an autoscaling cluster grows on that demand). So:
+
+- a worker that is not up (not placed yet, or being restarted after its process or node was
+  lost) is asked to ``describe`` itself; Ray answers once it is up, and from then on it is
+  dealt games;
+- each worker that is up and free is dealt the update's next game;
+- a game lost with its worker goes to the next worker that is free, lost games first;
+- a worker Ray will not restart again is dropped; the run stops only when none is left.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
+from collections import Counter, deque
 
 import ray
 
-from pong.core.worker import MAX_RESTARTS, game_seed
+from pong.core.worker import MAX_RESTARTS, Result, game_seed
 
 __all__ = ["Games", "WorkerError"]
 
-UNAVAILABLE_RETRIES = 30  # calls re-sent to a worker that Ray reports temporarily unreachable
-UNAVAILABLE_WAIT_S = 1.0  # pause before each, while Ray restarts it (e.g. after a lost node)
+START_WAIT_S = 30.0  # at most, for the workers the cluster's CPUs can hold to start
+DESCRIBE_RETRIES = 30  # a worker unreachable this many times in a row while starting is dropped
 
-Calls = dict[ray.ObjectRef, tuple[int, int]]  # a call's result -> (its worker, its game)
+Calls = dict[ray.ObjectRef, tuple[int, int | None]]  # a call -> (its worker, its game or None)
 
 
 class WorkerError(RuntimeError):
-    """A worker is gone for good: Ray's restarts of it are used up."""
+    """Every worker is gone for good: Ray's restarts of each are used up."""
 
 
 class Games:
-    """The games of one update at a time, dealt to ``actors``; where each ran; re-sends.
+    """An update's games dealt to ``actors`` as each is up and free; where they ran.
 
     Args:
-        actors: the ``RolloutWorker`` handles; creating ``Games`` waits until each
-            has started, to learn its node.
+        actors: the ``RolloutWorker`` handles (started or still waiting for a CPU).
         seed: the run's seed, from which every game's seed derives.
+        expect: how many of ``actors`` can start at once (the cluster's CPUs): creating
+            ``Games`` waits up to ``START_WAIT_S`` for them; the rest join when Ray
+            places them.
     """
 
-    def __init__(self, actors: list[ray.actor.ActorHandle], seed: int) -> None:
+    def __init__(self, actors: list[ray.actor.ActorHandle], seed: int, expect: int = 1) -> None:
         self.actors, self.seed = actors, seed
-        started = ray.get([actor.describe.remote() for actor in actors])
-        self.nodes = {i: info["node_id"] for i, info in enumerate(started)}  # worker -> node
+        self.calls: Calls = {}  # in flight: games (worker, game), and describes (worker, None)
+        self.up: dict[int, str] = {}  # worker -> its node's id, for the workers up
+        self.free: set[int] = set()  # the workers up and not playing
+        self.gone: set[int] = set()  # workers Ray will not restart again
+        self.unreachable = Counter()  # worker -> describes lost in a row
+        self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
         self.iteration, self.model_ref = 0, None  # the update being dealt, and its model
-        self.left: Iterator[int] = iter(())  # the update's games not yet sent
-        self.again: list[int] = []  # games whose worker was lost, to send before those left
-        self.resent: dict[int, int] = {}  # worker -> calls sent again in this update
-        self.notes: list[str] = []  # what happened in this update, one line each
+        self.left: deque[int] = deque()  # the update's games not dealt yet, lost ones first
+        self.played: Counter[str] = Counter()  # node name -> games of this update taken
+        self.notes: list[str] = []  # what happened to the workers, one line each
+        for i in range(len(actors)):
+            self._describe(i)
+        for ref in _started(list(self.calls), expect):
+            self.take(ref)
+        self.notes = []  # the start is the driver's "Started" line, not a note
 
     def placement(self) -> dict[str, int]:
-        """How many workers run on each node (node id -> count)."""
-        nodes = list(self.nodes.values())
-        return {node: nodes.count(node) for node in dict.fromkeys(nodes)}
+        """How many workers are up on each node (node name -> count)."""
+        return dict(Counter(self.name(node) for node in self.up.values()))
 
-    def start(self, iteration: int, batch_size: int, model_ref: ray.ObjectRef) -> Calls:
-        """Deal update ``iteration``'s first games, one to each worker (at most ``batch_size``)."""
+    def waiting(self) -> int:
+        """Workers that are neither up nor gone: Ray has not placed (or restarted) them yet."""
+        return len(self.actors) - len(self.up) - len(self.gone)
+
+    def start(self, iteration: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
+        """Deal update ``iteration``'s first games, one to each worker that is up."""
         self.iteration, self.model_ref = iteration, model_ref
-        self.left, self.again, self.resent, self.notes = iter(range(batch_size)), [], {}, []
-        pending: Calls = {}
-        for i in range(len(self.actors)):
-            pending.update(self.next(i))
-        return pending
+        self.left, self.played, self.notes = deque(range(batch_size)), Counter(), []
+        self.deal()
 
-    def next(self, i: int) -> Calls:
-        """Worker ``i``'s next game, while the update has games left (else nothing)."""
-        game = self.again.pop(0) if self.again else next(self.left, None)
-        return {} if game is None else {self._send(i, game): (i, game)}
+    def playing(self) -> bool:
+        """Whether the update waits on a game, or has games left for a worker to come up."""
+        return any(game is not None for _, game in self.calls.values()) or bool(self.left)
 
-    def played_on(self, i: int, node: str | None) -> None:
-        """Worker ``i``'s last game ran on ``node``: a restarted worker may have moved."""
-        self.nodes[i] = node or self.nodes[i]
+    def take(self, ref: ray.ObjectRef) -> tuple[int | None, Result | None]:
+        """The answer of the call ``ref``: (its game, its result) for a finished game; (None,
+        None) for a worker that came up, or for a game lost with its worker (dealt again)."""
+        i, game = self.calls.pop(ref)
+        try:
+            answer = ray.get(ref)
+        except ray.exceptions.RayActorError as e:  # its process or node was lost
+            self._lost(i, game, e)
+            return None, None
+        if game is None:
+            self._came_up(i, answer)
+            return None, None
+        self.free.add(i)
+        self.up[i] = answer.node or self.up[i]  # a worker Ray restarted while idle may have moved
+        self.played[self.name(self.up[i])] += 1
+        return game, answer
 
-    def resend(self, i: int, game: int, error: Exception, busy: bool) -> Calls:
-        """Play ``game``, lost with worker ``i``, again: on the next worker to finish if
-        others are ``busy`` playing, else on worker ``i`` once Ray has restarted it.
+    def deal(self) -> None:
+        """The update's next games to the workers that are free, while it has games left.
 
         Raises:
-            WorkerError: the worker is gone and Ray will not restart it again.
+            WorkerError: games are left and every worker is gone for good.
         """
-        unavailable = isinstance(error, ray.exceptions.ActorUnavailableError)
-        if not unavailable or self.resent.get(i, 0) >= UNAVAILABLE_RETRIES:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else "no reason"
+        while self.left and self.free:
+            i, game = min(self.free), self.left.popleft()
+            self.free.remove(i)
+            seed = game_seed(self.seed, self.iteration, game)
+            self.calls[self.actors[i].compute_gradient.remote(self.model_ref, seed)] = (i, game)
+        if self.left and len(self.gone) == len(self.actors):
             raise WorkerError(
-                f"RolloutWorker {i} is gone and Ray can no longer restart it (it restarts"
-                f" a worker up to {MAX_RESTARTS} times); stopping ({reason})"
-            ) from None
-        if not self.resent:
-            self.notes.append(
-                f"note: RolloutWorker {i} is unreachable (its process or node was lost);"
-                " waiting for Ray to restart it"
+                f"every RolloutWorker is gone and Ray can no longer restart them (it restarts"
+                f" a worker up to {MAX_RESTARTS} times); stopping"
             )
-        self.resent[i] = self.resent.get(i, 0) + 1
-        if busy:
-            self.again.append(game)
-            return {}
-        time.sleep(UNAVAILABLE_WAIT_S)
-        return {self._send(i, game): (i, game)}
 
-    def _send(self, i: int, game: int) -> ray.ObjectRef:
-        seed = game_seed(self.seed, self.iteration, game)
-        return self.actors[i].compute_gradient.remote(self.model_ref, seed)
+    def name(self, node: str) -> str:
+        """A node's name: its IP address, and its id's start where another node has that IP
+        (several nodes on one machine)."""
+        if node not in self.names:
+            listed = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
+            ip = listed.get(node, "?")
+            shared = sum(address == ip for address in listed.values()) > 1
+            self.names[node] = f"{ip}/{node[:8]}" if shared or ip == "?" else ip
+        return self.names[node]
+
+    def _describe(self, i: int) -> None:
+        """Ask worker ``i`` where it is: Ray answers once the worker is up."""
+        self.calls[self.actors[i].describe.remote()] = (i, None)
+
+    def _came_up(self, i: int, where: dict[str, object]) -> None:
+        self.up[i], self.unreachable[i] = str(where["node_id"]), 0
+        self.free.add(i)
+        how = "up again (Ray restarted it)" if where.get("restarted") else "up"
+        self.notes.append(
+            f"note: RolloutWorker {i} is {how} on node {self.name(self.up[i])}; it plays from"
+            f" the next game dealt ({len(self.up)} of {len(self.actors)} workers up)"
+        )
+
+    def _lost(self, i: int, game: int | None, error: ray.exceptions.RayActorError) -> None:
+        """Worker ``i`` was lost: its game goes to another worker; it is asked again where it
+        is, unless Ray will not restart it (then it is gone)."""
+        if game is not None:
+            self.left.appendleft(game)
+        was_up = self.up.pop(i, None) is not None
+        self.free.discard(i)
+        if game is None:
+            self.unreachable[i] += 1
+        restarting = isinstance(error, ray.exceptions.ActorUnavailableError) or was_up
+        if not restarting or self.unreachable[i] > DESCRIBE_RETRIES:
+            self.gone.add(i)
+            self.notes.append(
+                f"note: RolloutWorker {i} is gone for good ({_first_line(error)}); the run goes"
+                f" on with the {len(self.actors) - len(self.gone)} left"
+            )
+            return
+        self._describe(i)
+        if was_up:
+            again = f"; game {game} goes to the next worker free" if game is not None else ""
+            self.notes.append(
+                f"note: RolloutWorker {i} was lost (its process or node){again}; it plays again"
+                " once Ray restarts it"
+            )
+
+
+def _started(describes: list[ray.ObjectRef], expect: int) -> list[ray.ObjectRef]:
+    """The describe calls answered once ``expect`` of them are (or ``START_WAIT_S`` passed),
+    with any others answered by then."""
+    done, rest = [], describes
+    if expect > 0:
+        done, rest = ray.wait(rest, num_returns=min(expect, len(rest)), timeout=START_WAIT_S)
+    if rest:
+        done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+    return done
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

@@ -1,15 +1,15 @@
 """The training loop's state and one update, as Ray's Pong example has it.
 
 ``Trainer.step`` is one update: ``play`` puts the model in the object store
-once, starts a game on every ``RolloutWorker``, takes each result as it
-arrives (``ray.wait``), adds it in game order (``Update.add``) and gives that
-worker the batch's next game; ``apply`` applies RMSProp and counts the update.
-Adding in game order (game 0, 1, 2, ...), whatever order the games finish in,
-makes a seed's run the same bytes with any number of workers or nodes and
-across a resume: floating-point sums depend on their order. There are as many
-workers as can play at once: one per CPU, at most the batch size. Which game
-goes where, and what to do about a worker Ray is restarting, is
-``pong.core.schedule.Games``'s business.
+once, starts a game on every ``RolloutWorker`` that is up, takes each result
+as it arrives (``ray.wait``), adds it in game order (``Update.add``) and deals
+the batch's next game to the worker now free; ``apply`` applies RMSProp and
+counts the update. Adding in game order (game 0, 1, 2, ...), whatever order the
+games finish in, makes a seed's run the same bytes with any number of workers
+or nodes and across a resume: floating-point sums depend on their order. Each
+worker holds one CPU; by default there are as many as the cluster has CPUs, at
+most the batch size. Which game goes where, and workers that come and go with
+the cluster, are ``pong.core.schedule.Games``'s business.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ class Update:
     seconds: float = 0.0  # wall time of the whole update
     started: float = 0.0  # time.perf_counter() when it began
     held: dict[int, Result] = field(default_factory=dict)  # games in before an earlier one
+    nodes: dict[str, int] = field(default_factory=dict)  # games played on each node, by name
 
     def add(self, game: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
         """Count game ``game`` (from 0) once every earlier game of the batch is counted.
@@ -72,10 +73,6 @@ class Update:
 
     def _count(self, game: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
         """Game ``game``'s gradient into ``grad_buffer``, its score into the running mean."""
-        if result.restarted:
-            self.messages.append(
-                "note: a worker's process had died; Ray restarted it and its game was played again"
-            )
         if result.note:
             self.messages.append(f"note: {result.note}")
         if result.grad.is_finite():
@@ -118,8 +115,9 @@ class Trainer:
         decay_rate: RMSProp's decay of the running mean of squared gradients.
         state: a state to continue from: its weights, RMSProp cache, counters
             and running reward (``None``: fresh weights from ``seed``).
-        workers: how many ``RolloutWorker`` actors to start; by default as many
-            as can play at once (``worker_count``).
+        workers: how many ``RolloutWorker`` actors to ask Ray for; by default as
+            many as can play at once (``worker_count``). Those Ray cannot place yet
+            wait for a CPU and join when one is free (a node joins the cluster).
     """
 
     def __init__(
@@ -145,10 +143,11 @@ class Trainer:
         if state is not None:
             self._restore(state)
         workers = workers or worker_count(batch_size)
-        # SPREAD: on a cluster, the games go to every node, not just the head.
+        cpus = int(ray.cluster_resources().get("CPU", 0))  # so many can start at once
+        # SPREAD: where there are more free CPUs than workers, use every node's.
         spread = RolloutWorker.options(scheduling_strategy="SPREAD")
         actors = [spread.remote(make_env) for _ in range(workers)]
-        self.games = Games(actors, seed)  # waits for them to start
+        self.games = Games(actors, seed, expect=min(workers, cpus))  # waits for those
 
     def step(self) -> Update:
         """One update: play a game per worker (``play``), then RMSProp (``apply``)."""
@@ -162,25 +161,21 @@ class Trainer:
         for g in self.grad_buffer.values():
             g.fill(0)  # here, not after the update: a stopped update leaves a partial sum
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
-        pending = self.games.start(update.iteration, self.batch_size, model_ref)
-        while pending:  # each call's result -> (its worker, its game)
-            [ready], _ = ray.wait(list(pending))  # take each game as soon as it is done
-            i, game = pending.pop(ready)
-            try:
-                result = ray.get(ready)
-            except ray.exceptions.RayActorError as e:  # its process or node was lost
-                pending.update(self.games.resend(i, game, e, busy=bool(pending)))
-                continue
-            self.games.played_on(i, result.node)
-            update.add(game, result, self.grad_buffer)
-            pending.update(self.games.next(i))  # this worker's next game, while any are left
+        self.games.start(update.iteration, self.batch_size, model_ref)  # a game to each worker
+        while self.games.playing():
+            [ready], _ = ray.wait(list(self.games.calls))  # a game is done, or a worker is up
+            game, result = self.games.take(ready)  # None: a worker came up, or a game was lost
+            if result is not None:
+                update.add(game, result, self.grad_buffer)
+            self.games.deal()  # the next games to the workers free now, while any are left
         return update
 
     def apply(self, update: Update) -> None:
         """Apply RMSProp with ``update``'s gradient sum and count it in the state."""
         self._apply(update)
         update.seconds = time.perf_counter() - update.started
-        update.messages[:0] = self.games.notes  # a re-sent call's note, if any, comes first
+        update.messages[:0] = self.games.notes  # workers lost or up, if any, come first
+        update.nodes = dict(self.games.played)
         self._count(update)
 
     def _apply(self, update: Update) -> None:

@@ -25,9 +25,9 @@ __all__ = [
     "game_seed",
 ]
 
-# A worker whose process dies (killed, out of memory, node lost) is started
-# again by Ray and its unfinished game replayed, up to this many times; after
-# that the driver stops with an error rather than retrying forever.
+# A worker whose process dies (killed, out of memory, node lost) is started again
+# by Ray up to this many times, and its game dealt to another worker (Ray does
+# not retry it: pong.core.schedule deals it); after that the worker is gone.
 MAX_RESTARTS = 3
 
 WORKER_MEMORY = 60 * 2**20  # bytes of its own a RolloutWorker playing Pong holds (about 57 MB)
@@ -51,8 +51,6 @@ class Result(NamedTuple):
         reward: the episode's total reward (points won minus points lost).
         steps: number of env steps.
         note: ``None``, or one line on what was done about a degenerate episode.
-        restarted: this worker's process had died and Ray started it again
-            since its last result (the game was replayed from the start).
         node: id of the Ray node the game was played on (``None``: unknown).
     """
 
@@ -60,14 +58,17 @@ class Result(NamedTuple):
     reward: float
     steps: int
     note: str | None
-    restarted: bool = False
     node: str | None = None
 
 
+# One CPU held for the worker's life, so Ray places at most one per CPU: a worker
+# that finds no free CPU waits for one rather than crowding a busy node.
 @ray.remote(
+    num_cpus=1,
+    memory=WORKER_MEMORY,
     runtime_env={"env_vars": THREAD_ENV_VARS},
     max_restarts=MAX_RESTARTS,
-    max_task_retries=MAX_RESTARTS,
+    max_task_retries=0,
 )
 class RolloutWorker:
     """Owns one env, created once; plays one episode per ``compute_gradient`` call.
@@ -80,9 +81,6 @@ class RolloutWorker:
     def __init__(self, make_env: Callable[[], gym.Env]) -> None:
         self.env = make_env()
         self.node = ray.get_runtime_context().get_node_id()
-        with warnings.catch_warnings():  # Ray's property calls a deprecated API of its own
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
 
     def compute_gradient(self, model: Model, seed: np.random.SeedSequence | int | None) -> Result:
         """Play the game of ``seed`` with ``model``; its gradient and reward.
@@ -93,13 +91,17 @@ class RolloutWorker:
         rng, reset_seed = game_randomness(seed)
         episode = rollout(model, self.env, rng, seed=reset_seed)
         grad, note = episode_gradient(model, episode)
-        restarted, self.restarted = self.restarted, False
-        return Result(grad, float(episode.epr.sum()), len(episode.epr), note, restarted, self.node)
+        return Result(grad, float(episode.epr.sum()), len(episode.epr), note, self.node)
 
     def describe(self) -> dict[str, object]:
-        """Where this worker runs: node id, host name, pid and thread variables."""
+        """Where this worker runs (node id, host name, pid), whether Ray restarted it, and
+        its thread variables."""
+        with warnings.catch_warnings():  # Ray's property calls a deprecated API of its own
+            warnings.simplefilter("ignore", DeprecationWarning)
+            restarted = ray.get_runtime_context().was_current_actor_reconstructed
         return {
             "node_id": self.node,
+            "restarted": restarted,
             "hostname": socket.gethostname(),
             "pid": os.getpid(),
             "thread_env": {k: os.environ.get(k) for k in THREAD_ENV_VARS},

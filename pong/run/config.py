@@ -160,6 +160,11 @@ class Options:
         metavar="HOST:PORT",
         flags=("--redis-address", "--address"),
     )
+    workers: int | None = setting(
+        batch_count,
+        "RolloutWorker actors to ask Ray for, one CPU each; those it cannot place yet wait"
+        " and join when a CPU is free (default: the cluster's CPUs, at most the batch size)",
+    )
     num_cpus: int | None = setting(
         local_cpus, f"CPUs of a local Ray (default: all; at most {CPU_FACTOR} times this machine's)"
     )

@@ -31,6 +31,9 @@ UPDATES, EPISODES = "updates.csv", "episodes.csv"
 UPDATE_FIELDS = "update episodes steps seconds steps_per_s running_reward reward_mean".split()
 UPDATE_FIELDS += ["reward_min", "reward_max"]
 FIELDS = {UPDATES: UPDATE_FIELDS, EPISODES: ["episode", "update", "reward", "steps"]}  # in order
+# After the numbers (and absent from files older than it): how many of the update's games each
+# node played, such as "10.0.0.1=6 10.0.0.2=4", so an idle node shows.
+TEXT_FIELDS = {UPDATES: ["games_by_node"], EPISODES: []}
 COUNTS = {"update", "episodes", "steps", "episode"}  # the integer fields
 MAX_LINE = 4096  # bytes of a line; a row has about 100
 MILESTONES = (-20, -15, -10, -5, 0, 5, 10)
@@ -52,9 +55,12 @@ class MetricsLog:
             if after is not None:
                 _drop_rows_after(run_dir, name, after)
             f = self._files.enter_context(run_dir.append(name, newline=""))  # never through a link
-            self._writers[name] = (csv.DictWriter(f, fieldnames=fields), f)
-            if os.fstat(f.fileno()).st_size == 0:
-                self._writers[name][0].writeheader()
+            header = _header(run_dir, name) if os.fstat(f.fileno()).st_size else None
+            if header is None:  # no rows yet: ours is the header
+                f.truncate(0)
+                header = fields + TEXT_FIELDS[name]
+                csv.writer(f).writerow(header)
+            self._writers[name] = (csv.DictWriter(f, header, extrasaction="ignore"), f)
 
     def write(self, row: dict[str, object], episodes: list[dict[str, object]]) -> None:
         """One update's row and its episodes' rows, flushed."""
@@ -70,6 +76,7 @@ class MetricsLog:
         values += (round(update.steps_per_second, 1), trainer.running_reward)
         values += (sum(rewards) / len(rewards), min(rewards), max(rewards))
         row = dict(zip(FIELDS[UPDATES], values, strict=True))  # in the order of FIELDS
+        row["games_by_node"] = " ".join(f"{node}={n}" for node, n in sorted(update.nodes.items()))
         episodes = [
             {"episode": i, "update": update.iteration, "reward": r, "steps": n}
             for i, (r, n) in enumerate(zip(rewards, update.episode_steps, strict=True), first)
@@ -78,6 +85,18 @@ class MetricsLog:
 
     def close(self) -> None:
         self._files.close()
+
+
+def _header(run_dir: Directory, name: str) -> list[str] | None:
+    """The columns of the metrics file ``name`` as it is (an older run's may lack some), or
+    ``None`` where it holds no row yet."""
+    lines = _WholeLines(run_dir.path / name, lambda: run_dir.read(name))
+    try:
+        return list(lines.reader.fieldnames) if next(lines.rows(), None) else None
+    except MetricsFileError:
+        if lines.number <= 1:  # a header alone, which need not be ours: nothing is lost
+            return None
+        raise
 
 
 def _drop_rows_after(run_dir: Directory, name: str, update: int) -> None:

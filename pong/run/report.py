@@ -51,13 +51,24 @@ def announce(run: Run, options: Options, where: str) -> None:
 
 
 def started(trainer: Trainer) -> str:
-    """The line that says how many workers started where."""
-    counts = list(trainer.games.placement().values())
-    return (
-        f"Started {sum(counts)} RolloutWorker actor{'s' * (sum(counts) != 1)} on"
-        f" {len(counts)} node{'s' * (len(counts) != 1)} ({' + '.join(map(str, counts))}),"
-        " one per CPU: each plays the update's next game as it finishes one"
+    """The line that says how many of the workers asked for started, and where."""
+    games = trainer.games
+    placed, asked, waiting = games.placement(), len(games.actors), games.waiting()
+    up = sum(placed.values())
+    nodes = f"{len(placed)} node{'s' * (len(placed) != 1)}"
+    counts = " + ".join(map(str, placed.values()))
+    line = (
+        f"Started {up} of {asked} RolloutWorker actor{'s' * (asked != 1)} (one CPU each) on"
+        f" {nodes} ({counts}: {', '.join(placed)})"
+        if up
+        else f"Started 0 of {asked} RolloutWorker actors"
     )
+    if waiting:
+        line += (
+            f"; {waiting} wait{'s' * (waiting == 1)} for a free CPU and will play once Ray"
+            f" places {'it' if waiting == 1 else 'them'} (on a node that joins, say)"
+        )
+    return f"{line}; each plays the update's next game as it finishes one"
 
 
 def batch_line(update: Update, trainer: Trainer) -> str:

@@ -3,24 +3,26 @@ toy env)."""
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import ray
 
 from pong.core.model import H, Model, SparseGrad
+from pong.core.schedule import WorkerError
 from pong.core.train import Trainer
 from pong.core.worker import Result
 from pong.run.checkpoint import Checkpoint
 from pong.run.config import Config, hyperparameters
-from tests.helpers import TOY, with_workers
+from tests.helpers import TOY, release, with_workers
 
 pytestmark = pytest.mark.ray
 
 
-@ray.remote
-class SleepingWorker:
+class Sleeper:
     """Sleeps instead of playing a game, and keeps when each call ran."""
 
     def __init__(self, seconds: float = 0.3) -> None:
@@ -43,7 +45,10 @@ class SleepingWorker:
         return self.seeds
 
     def describe(self) -> dict[str, object]:
-        return {"node_id": ray.get_runtime_context().get_node_id()}
+        return {"node_id": ray.get_runtime_context().get_node_id(), "restarted": False}
+
+
+SleepingWorker = ray.remote(num_cpus=1)(Sleeper)  # one CPU each, as RolloutWorker
 
 
 def most_at_once(spans: list[tuple[float, float]]) -> int:
@@ -78,12 +83,13 @@ def test_each_worker_gets_the_next_game_as_it_finishes_its_last(local_ray) -> No
 
 
 def test_no_more_workers_than_cpus_nor_than_games(local_ray) -> None:
-    assert len(Trainer(**hyperparameters(TOY)).games.actors) == 1  # a batch of 1
+    small = Trainer(**hyperparameters(TOY))
+    assert len(small.games.actors) == 1  # a batch of 1
+    release(small)
     big = Trainer(**hyperparameters(Config(batch_size=60, env=TOY.env, seed=0)))
-    assert len(big.games.actors) == 2 and big.games.placement() == {
-        ray.get_runtime_context().get_node_id(): 2
-    }
+    assert len(big.games.actors) == 2 and list(big.games.placement().values()) == [2]
     assert big.step().rollouts == 60
+    release(big)
 
 
 def _games(trainer: Trainer) -> tuple[dict[int, tuple[float, int]], dict[str, np.ndarray]]:
@@ -97,8 +103,12 @@ def _games(trainer: Trainer) -> tuple[dict[int, tuple[float, int]], dict[str, np
 @pytest.mark.parametrize("workers", [1, 3])
 def test_a_seed_plays_the_same_games_with_any_number_of_workers(local_ray, workers) -> None:
     config = Config(batch_size=6, env=TOY.env, seed=4)
-    games, grad = _games(Trainer(**hyperparameters(config), workers=2))
-    other_games, other_grad = _games(Trainer(**hyperparameters(config), workers=workers))
+    first = Trainer(**hyperparameters(config), workers=2)
+    games, grad = _games(first)
+    release(first)  # three workers on two CPUs: the third waits, and is not needed
+    other = Trainer(**hyperparameters(config), workers=workers)
+    other_games, other_grad = _games(other)
+    release(other)
     assert other_games == games and sorted(games) == list(range(6))
     assert len({score for score, _ in games.values()}) > 1  # six different games, not one
     for k in grad:  # the same six gradients, summed in another order
@@ -116,24 +126,87 @@ def test_a_resumed_run_plays_the_games_it_would_have_played(local_ray) -> None:
         saved.iteration, saved.episodes, saved.steps, saved.running_reward,
         saved.best_running_reward, config,
     )  # fmt: skip
-    resumed = Trainer(**hyperparameters(config), state=saved, workers=1)
     games, grad = _games(trainer)
+    release(trainer)
+    resumed = Trainer(**hyperparameters(config), state=saved, workers=1)
     resumed_games, resumed_grad = _games(resumed)
+    release(resumed)
     assert resumed_games == games
     for k in grad:
         np.testing.assert_allclose(resumed_grad[k], grad[k], rtol=1e-12, atol=1e-15)
 
 
-def test_a_lost_game_goes_to_the_next_worker_to_finish(local_ray) -> None:
-    trainer = with_workers(
-        Trainer(**hyperparameters(TOY)), [SleepingWorker.remote(0.2) for _ in range(2)]
-    )
+@ray.remote(num_cpus=1, max_restarts=1, max_task_retries=0)
+class CrashingWorker(Sleeper):
+    """Its process dies the first time any of its kind plays game ``crash`` of update 1."""
+
+    def __init__(self, marker: str, crash: int) -> None:
+        super().__init__(0.2)
+        self.marker, self.crash = Path(marker), crash
+
+    def compute_gradient(self, model: Model, seed: np.random.SeedSequence) -> Result:
+        if seed.spawn_key == (1, self.crash) and not self.marker.exists():
+            self.marker.touch()
+            os._exit(1)
+        return super().compute_gradient(model, seed)
+
+    def describe(self) -> dict[str, object]:
+        return {**super().describe(), "restarted": self.marker.exists()}
+
+
+def test_a_lost_game_goes_to_the_next_worker_free_and_its_worker_comes_back(
+    local_ray, tmp_path
+) -> None:
+    marker = tmp_path / "crashed"
+    trainer = Trainer(**hyperparameters(TOY))
+    workers = [CrashingWorker.remote(str(marker), crash=1) for _ in range(2)]
+    with_workers(trainer, workers)
+    trainer.batch_size = 4
+    first, second = trainer.step(), trainer.step()
+    assert marker.exists()  # a worker died mid-game
+    assert first.games == second.games == [0, 1, 2, 3]  # yet every game was added, in order
+    notes = first.messages + second.messages
+    assert any(" was lost (its process or node); game 1 goes to the next" in n for n in notes)
+    assert any(" is up again (Ray restarted it) on node " in n for n in notes), notes
+    assert sum(second.nodes.values()) == 4 and len(trainer.games.up) == 2
+    release(trainer)
+
+
+def test_a_worker_gone_for_good_leaves_its_games_to_the_others(local_ray) -> None:
+    trainer = Trainer(**hyperparameters(TOY))
+    workers = [SleepingWorker.options(max_restarts=0).remote(0.05) for _ in range(2)]
+    with_workers(trainer, workers)
+    trainer.batch_size = 3
+    trainer.step()
+    ray.kill(workers[0], no_restart=True)
+    update = trainer.step()
+    assert update.games == [0, 1, 2]
+    assert any("RolloutWorker 0 is gone for good" in n for n in update.messages), update.messages
+    ray.kill(workers[1], no_restart=True)
+    with pytest.raises(WorkerError, match="every RolloutWorker is gone"):
+        trainer.step()
+    assert trainer.iteration == 2  # the failed update is not counted
+
+
+def test_workers_ray_cannot_place_yet_wait_and_join_with_the_same_bytes(local_ray) -> None:
+    """Three workers on two CPUs: the third waits, and plays once a CPU is free."""
+    config = Config(batch_size=4, env=TOY.env, seed=5)
+    trainer = Trainer(**hyperparameters(config), workers=3)
     games = trainer.games
-    pending = games.start(1, 4, ray.put(trainer.model))
-    lost = ray.exceptions.ActorUnavailableError("unreachable", None)
-    ref, (i, game) = next(iter(pending.items()))
-    assert games.resend(i, game, lost, busy=True) == {}  # another worker is playing
-    assert games.notes[0].startswith(f"note: RolloutWorker {i} is unreachable")
-    other = 1 - i
-    assert [g for _, g in games.next(other).values()] == [game]  # the lost game comes first
-    assert [g for _, g in games.next(other).values()] == [2]
+    assert len(games.up) == 2 and games.waiting() == 1
+    trainer.step()
+    [waiting] = set(range(3)) - set(games.up)
+    ray.kill(games.actors[min(games.up)], no_restart=True)  # its CPU goes to the one waiting
+    notes, deadline = [], time.monotonic() + 60
+    while waiting not in games.up and time.monotonic() < deadline:  # it starts in a second
+        notes += trainer.step().messages
+    notes += trainer.step().messages  # and then plays
+    release(trainer)
+    assert any(f"RolloutWorker {waiting} is up on node" in n for n in notes), notes
+    assert any("RolloutWorker 0 is gone for good" in n for n in notes), notes
+    alone = Trainer(**hyperparameters(config), workers=1)
+    for _ in range(trainer.iteration):
+        alone.step()
+    release(alone)
+    for k, v in alone.model.weights.items():
+        assert v.tobytes() == trainer.model.weights[k].tobytes()

@@ -9,7 +9,7 @@ from pong.core.train import NonFiniteError, Trainer, Update
 from pong.core.worker import Result
 from pong.run.checkpoint import Checkpoint, decode, encode
 from pong.run.config import Config, hyperparameters
-from tests.helpers import with_workers
+from tests.helpers import release, with_workers
 
 TOY = Config(batch_size=7, env="PongToy/Catch-v0", seed=11, learning_rate=1e-2)
 
@@ -72,8 +72,7 @@ def _train(updates: int, workers: int, resume: Checkpoint | None = None):
         update = trainer.step()
         games.append((update.iteration, update.rewards, update.episode_steps))
         games.append(update.running_reward)
-    for actor in trainer.games.actors:
-        ray.kill(actor)
+    release(trainer)
     return encode(Checkpoint.of(trainer.state(), TOY)), games
 
 
@@ -87,7 +86,7 @@ def test_one_two_or_three_workers_and_a_resume_give_the_same_bytes(local_ray) ->
     assert resumed == state and first_games + resumed_games == games
 
 
-@ray.remote
+@ray.remote(num_cpus=1)  # as RolloutWorker
 class FixedWorker:
     """Returns the same made-up episode result every time (no env)."""
 
@@ -98,7 +97,7 @@ class FixedWorker:
         return self.result
 
     def describe(self) -> dict[str, object]:
-        return {"node_id": ray.get_runtime_context().get_node_id()}
+        return {"node_id": ray.get_runtime_context().get_node_id(), "restarted": False}
 
 
 def _grad(value: float) -> SparseGrad:
@@ -128,6 +127,7 @@ def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(local_ray) -> 
         assert np.isfinite(trainer.model.weights[k]).all()
     # Both episodes count for the running mean, in game order.
     assert trainer.running_reward == -21.0 * 0.99 + -19.0 * 0.01
+    release(trainer)
 
 
 @pytest.mark.ray
@@ -143,8 +143,7 @@ def test_a_resumed_trainer_starts_from_the_saved_state(local_ray) -> None:
         np.testing.assert_array_equal(state.rmsprop_cache[k], saved.rmsprop_cache[k])
     assert (state.iteration, state.episodes, state.steps) == (12, 120, 123_456)
     assert (state.running_reward, state.best_running_reward) == (-19.75, -19.5)
-    for actor in trainer.games.actors:
-        ray.kill(actor)
+    release(trainer)
 
 
 @pytest.mark.ray
@@ -158,3 +157,4 @@ def test_an_update_with_no_finite_gradient_stops_and_changes_nothing(local_ray) 
     assert (trainer.iteration, trainer.episodes, trainer.running_reward) == (0, 0, None)
     for k in before:
         np.testing.assert_array_equal(trainer.model.weights[k], before[k])
+    release(trainer)

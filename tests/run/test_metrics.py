@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -76,6 +77,36 @@ def test_rows_are_flushed_as_written_and_appended_on_reopen(tmp_path) -> None:
     assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2"]
     assert [r["episode"] for r in _read(tmp_path / EPISODES)] == ["1", "2", "3", "4"]
     assert _read(tmp_path / EPISODES)[3]["reward"] == "-20.0"
+
+
+def test_each_update_says_how_many_games_each_node_played_also_in_an_older_run(tmp_path) -> None:
+    update = SimpleNamespace(
+        iteration=1, rollouts=3, seconds=1.0, steps_per_second=900.0, rewards=[-21.0] * 3,
+        episode_steps=[300] * 3, nodes={"10.0.0.2": 1, "10.0.0.1": 2},
+    )  # fmt: skip
+    trainer = SimpleNamespace(episodes=3, steps=900, running_reward=-21.0)
+    (tmp_path / "new").mkdir()
+    log = MetricsLog(tmp_path / "new")
+    log.record(update, trainer)
+    log.close()
+    assert _read(tmp_path / "new" / UPDATES)[0]["games_by_node"] == "10.0.0.1=2 10.0.0.2=1"
+    # A run from before the column: its rows go on under its own header.
+    (tmp_path / "old").mkdir()
+    log = MetricsLog(tmp_path / "old")
+    log.write(_row(1), _episodes(1))
+    log.close()
+    header = (tmp_path / "old" / UPDATES).read_text().splitlines()[0]
+    (tmp_path / "old" / UPDATES).write_text(
+        (tmp_path / "old" / UPDATES).read_text().replace(",games_by_node", "")
+    )
+    log = MetricsLog(tmp_path / "old", after=1)
+    update.iteration = 2
+    log.record(update, trainer)
+    log.close()
+    rows = read_rows(tmp_path / "old" / UPDATES)
+    assert [r["update"] for r in rows] == ["1", "2"] and "games_by_node" not in rows[1]
+    assert None not in rows[1]  # no value without a column
+    assert header.endswith(",games_by_node")
 
 
 def test_resuming_drops_rows_of_updates_after_the_checkpoint(tmp_path) -> None:
