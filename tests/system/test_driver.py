@@ -148,7 +148,7 @@ def test_two_updates_then_resume_one_more(tmp_path) -> None:
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("Running on a local Ray (1 node, 2 CPUs): batch size 2")
     assert lines[1].startswith(f"Run directory: {run} (checkpoint every 1 updates")
-    assert lines[2].startswith("Started 2 RolloutWorker actors on 1 node (2), one per CPU")
+    assert lines[2].startswith("Started 2 of 2 RolloutWorker actors (one CPU each) on 1 node (2: ")
     batches = [BATCH_LINE.match(line) for line in lines if line.startswith("Batch")]
     assert len(batches) == 2 and all(batches), proc.stdout
     for n, match in enumerate(batches, start=1):
@@ -439,7 +439,7 @@ def test_a_batch_far_larger_than_the_cpus_plays_on_one_worker_per_cpu_without_wa
     args = ["--env=PongToy/Catch-v0", "--batch-size=200", "--num-cpus=2", "--iterations=1"]
     proc = run_driver([*args, f"--run-dir={tmp_path / 'run'}"], _local_env(), timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[2].startswith("Started 2 RolloutWorker actors on 1 node (2)")
+    assert proc.stdout.splitlines()[2].startswith("Started 2 of 2 RolloutWorker actors (one CPU")
     assert "Batch 1 computed 200 rollouts" in proc.stdout
     assert "WARNING" not in proc.stdout + proc.stderr and proc.stderr == "", proc.stderr
 
