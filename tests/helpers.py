@@ -90,10 +90,11 @@ def spawn_driver(args: list[str], env: dict[str, str], text: bool = True) -> sub
     )
 
 
-def run_driver(args: list[str], env: dict[str, str], timeout: float = 240):
-    """``python driver.py ARGS`` from the repository root; the finished process."""
+def run_driver(args: list[str], env: dict[str, str], timeout: float = 240, prefix=()):
+    """``python driver.py ARGS`` from the repository root, after the command ``prefix`` (such
+    as ``ip netns exec NS``); the finished process."""
     return subprocess.run(
-        [sys.executable, "driver.py", *args],
+        [*prefix, sys.executable, "driver.py", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

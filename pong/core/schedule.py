@@ -52,7 +52,7 @@ class Games:
         self.up: dict[int, str] = {}  # worker -> its node's id, for the workers up
         self.free: set[int] = set()  # the workers up and not playing
         self.gone: set[int] = set()  # workers Ray will not restart again
-        self.unreachable = Counter()  # worker -> describes lost in a row
+        self.unreachable: Counter[int] = Counter()  # worker -> describes lost in a row
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
         self.iteration, self.model_ref = 0, None  # the update being dealt, and its model
         self.left: deque[int] = deque()  # the update's games not dealt yet, lost ones first

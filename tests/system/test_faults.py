@@ -42,14 +42,17 @@ def worker_pids(driver: subprocess.Popen) -> list[int]:
     ]
 
 
-def start_driver(args: list[str], out: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """``driver.py --seed=0 ARGS`` in the background (a local Ray of 2 CPUs unless ``env``)."""
+def start_driver(
+    args: list[str], out: Path, env: dict[str, str] | None = None, prefix=()
+) -> subprocess.Popen:
+    """``driver.py --seed=0 ARGS`` in the background (a local Ray of 2 CPUs unless ``env``),
+    after the command ``prefix`` (such as ``ip netns exec NS``); its output in ``out``."""
     local = env is None
     if local:
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
         args = ["--num-cpus=2", *args]
     return subprocess.Popen(
-        [sys.executable, "driver.py", "--seed=0", *args],
+        [*prefix, sys.executable, "driver.py", "--seed=0", *args],
         cwd=ROOT,
         env=env,
         stdout=open(out, "w"),
@@ -66,8 +69,10 @@ def wait_for(predicate, proc: subprocess.Popen, seconds: float = 120) -> None:
 
 
 def test_a_killed_worker_is_restarted_and_every_batch_is_full(tmp_path) -> None:
+    """Six updates: the four after the kill (each one worker's two games, about 2 s) leave
+    Ray time to restart the worker, which then plays again."""
     out = tmp_path / "out.txt"
-    proc = start_driver(["--batch-size=2", "--iterations=3", f"--run-dir={tmp_path}/run"], out)
+    proc = start_driver(["--batch-size=2", "--iterations=6", f"--run-dir={tmp_path}/run"], out)
     try:
         wait_for(lambda: "Batch 1 " in out.read_text(), proc)
         wait_for(lambda: len(worker_pids(proc)) == 2, proc)
@@ -78,7 +83,7 @@ def test_a_killed_worker_is_restarted_and_every_batch_is_full(tmp_path) -> None:
     text = out.read_text()
     assert proc.returncode == 0, err
     batches = [m for m in map(BATCH_LINE.match, text.splitlines()) if m]
-    assert [m[1] for m in batches] == ["1", "2", "3"]
+    assert [m[1] for m in batches] == ["1", "2", "3", "4", "5", "6"]
     assert all(m[2] == "2" for m in batches)  # full batches
     assert "was lost (its process or node); game " in text  # dealt again to a worker free
     assert "is up again (Ray restarted it) on node " in text

@@ -12,20 +12,21 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import BATCH_LINE, ROOT, run_driver, stop_processes_of
+from tests.helpers import BATCH_LINE, run_driver, stop_processes_of
+from tests.system.test_faults import start_driver, wait_for
 
 pytestmark = [pytest.mark.ray, pytest.mark.cluster]
 
 RAY = str(Path(sys.executable).parent / "ray")
 PORT = 6379  # the head's GCS; each namespace has ports of its own
 SUBNET = "10.77.0"  # head .1, worker node .2, the node that joins .3
-# The toy, long enough for a node to join mid-run (about 20 s); every run here has these flags,
-# so each checkpoint is compared with one run on one machine.
+# The toy, long enough for a node to join mid-run (about 20 s); every run here has these flags
+# (--seed=3 after start_driver's --seed=0, so it wins), so each checkpoint is compared with one
+# run on one machine.
 TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", "--iterations=300", "--seed=3"]
 # Ray's documented health-check settings: a node that stops answering is declared dead in
 # about 3 s instead of 30.
@@ -140,34 +141,15 @@ def hosts(tmp_path_factory):
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def _driver(in_head: list[str], args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    """The driver on the head's host, its output in a file."""
-    out = open(args[-1].partition("=")[2] + ".out", "w")  # noqa: SIM115 (the child holds it)
-    return subprocess.Popen(
-        [*in_head, sys.executable, "driver.py", *args],
-        cwd=ROOT, env=env, stdout=out, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-
-
 def _batches(text: str) -> list[tuple[str, str]]:
     """(update, games) of each update's line."""
     return [(m[1], m[2]) for m in map(BATCH_LINE.match, text.splitlines()) if m]
 
 
-def _wait_for(predicate, proc: subprocess.Popen, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-        time.sleep(0.05)
-
-
 def test_one_worker_per_host_with_the_bytes_of_one_machine(hosts, tmp_path) -> None:
     _, in_head, address, env, alone, _ = hosts
     run = tmp_path / "run"
-    proc = subprocess.run(
-        [*in_head, sys.executable, "driver.py", *TOY, f"--address={address}", f"--run-dir={run}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+    proc = run_driver([*TOY, f"--address={address}", f"--run-dir={run}"], env, prefix=in_head)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith(f"Running on the Ray cluster at {address} (2 nodes, 2 CPUs)")
@@ -188,10 +170,10 @@ def test_a_host_cut_off_mid_run_leaves_every_update_full(hosts, tmp_path) -> Non
     """Last but one: it cuts the worker node off for good."""
     net, in_head, address, env, alone, _ = hosts
     run = tmp_path / "run"
-    proc = _driver(in_head, [*TOY, f"--address={address}", f"--run-dir={run}"], env)
-    out = Path(f"{run}.out")
+    out = tmp_path / "out.txt"
+    proc = start_driver([*TOY, f"--address={address}", f"--run-dir={run}"], out, env, in_head)
     try:
-        _wait_for(lambda: "Batch 3 " in out.read_text(), proc)
+        wait_for(lambda: "Batch 3 " in out.read_text(), proc)
         net.cut("worker")
         _, err = proc.communicate(timeout=150)
     finally:
@@ -209,10 +191,10 @@ def test_a_host_that_joins_mid_run_gets_a_worker_that_plays(hosts, tmp_path) -> 
     waits, and plays once a new host joins."""
     net, in_head, address, env, alone, start = hosts
     run = tmp_path / "run"
-    proc = _driver(in_head, [*TOY, "--workers=2", f"--address={address}", f"--run-dir={run}"], env)
-    out = Path(f"{run}.out")
+    out, args = tmp_path / "out.txt", [*TOY, "--workers=2", f"--address={address}"]
+    proc = start_driver([*args, f"--run-dir={run}"], out, env, in_head)
     try:
-        _wait_for(lambda: "Batch 1 " in out.read_text(), proc)
+        wait_for(lambda: "Batch 1 " in out.read_text(), proc)
         assert "Started 1 of 2 RolloutWorker actors" in out.read_text()
         joined = subprocess.run(
             [*net.add("joiner", 3), *start, f"--address={address}",
