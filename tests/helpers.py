@@ -57,13 +57,16 @@ def descendants(roots: set[int], parent_of: dict[int, int]) -> set[int]:
         found |= children
 
 
-def stop_processes_of(temp_dir: Path, seconds: float = 15) -> None:
-    """End the Ray processes started with ``--temp-dir=temp_dir`` and all their children.
+def stop_processes_of(*temp_dirs: Path, seconds: float = 5) -> None:
+    """End the Ray processes started with ``--temp-dir`` one of ``temp_dirs``, and all their
+    children: SIGTERM, and SIGKILL for those still there ``seconds`` later.
 
     Only those: ``ray stop`` would end every Ray on the machine, someone else's too.
     """
     parent_of = parents()
-    ours = {pid for pid, cmdline in processes() if str(temp_dir).encode() in cmdline}
+    ours = {
+        pid for pid, cmdline in processes() if any(str(d).encode() in cmdline for d in temp_dirs)
+    }
     caller = os.getpid()  # never this process or what started it, whatever they were given
     while caller in parent_of:
         ours.discard(caller)

@@ -71,11 +71,13 @@ def _private_temp_dir() -> Path:
 def cluster(tmp_path_factory):
     """Head and one worker node, 1 CPU each; token authentication on; stopped afterwards.
 
-    Its processes keep their files in a temporary directory of its own, by
-    which they are found and stopped: no other Ray on the machine is touched.
+    Each node keeps its files in a temporary directory of its own, as separate machines
+    would (one shared by both would share the virtualenv each builds for a job's
+    runtime_env, and one would rebuild it under the other's job); its processes are
+    found and stopped by it: no other Ray on the machine is touched.
     """
     tmp = tmp_path_factory.mktemp("cluster")
-    temp_dir = _private_temp_dir()
+    temp_dir, node_dir = _private_temp_dir(), _private_temp_dir()
     token = tmp / "auth_token"
     token.write_text(secrets.token_hex(32))
     base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
@@ -96,7 +98,7 @@ def cluster(tmp_path_factory):
                 "--node-ip-address=127.0.0.1",
                 "--num-cpus=1",
                 f"--dashboard-agent-listen-port={free_port()}",
-                f"--temp-dir={temp_dir}",
+                f"--temp-dir={node_dir}",
             ],
             env,
         )
@@ -109,10 +111,11 @@ def cluster(tmp_path_factory):
             time.sleep(1)
         else:
             pytest.fail(f"the second node never joined:\n{status}")
-        yield address, env, base, temp_dir, dashboard
+        yield address, env, base, temp_dir, dashboard, node_dir
     finally:
-        stop_processes_of(temp_dir)
-        shutil.rmtree(temp_dir.parent, ignore_errors=True)
+        stop_processes_of(node_dir, temp_dir)
+        for directory in (node_dir, temp_dir):
+            shutil.rmtree(directory.parent, ignore_errors=True)
 
 
 def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> None:
@@ -168,7 +171,7 @@ def test_a_client_whose_token_is_missing_or_wrong_is_told_what_to_check(
 def test_auto_joins_the_recorded_cluster_and_no_address_starts_a_ray_of_its_own(
     cluster, tmp_path
 ) -> None:
-    address, env, _, temp_dir, _ = cluster
+    address, env, _, temp_dir, *_ = cluster
     here = {**env, "RAY_TMPDIR": str(temp_dir.parent)}  # where `ray start` recorded it
     recorded = (temp_dir / "ray_current_cluster").read_text().strip()  # this machine's IP
     assert recorded.endswith(address.rpartition(":")[1:])
@@ -183,8 +186,13 @@ def test_auto_joins_the_recorded_cluster_and_no_address_starts_a_ray_of_its_own(
     assert len(re.findall(r"^ 1 node_", status, re.M)) == 2, status
 
 
-def _submit(dashboard: str, env: dict[str, str], home: Path, args: list[str], *flags: str):
-    """``ray job submit --working-dir .`` from the repository root, as the README has it."""
+def _home(home: Path) -> str:
+    """The runtime_env flag that gives the job's driver HOME=home."""
+    return f"--runtime-env-json={json.dumps({'env_vars': {'HOME': str(home)}})}"
+
+
+def _submit(dashboard: str, env: dict[str, str], args: list[str], *flags: str):
+    """``ray job submit --working-dir .`` from the repository root, as docs/cluster.md has it."""
     return subprocess.run(
         [
             RAY,
@@ -192,7 +200,6 @@ def _submit(dashboard: str, env: dict[str, str], home: Path, args: list[str], *f
             "submit",
             f"--address={dashboard}",
             "--working-dir=.",
-            f"--runtime-env-json={json.dumps({'env_vars': {'HOME': str(home)}})}",
             *flags,
             "--",
             "python",
@@ -209,8 +216,8 @@ def _submit(dashboard: str, env: dict[str, str], home: Path, args: list[str], *f
 
 
 def test_a_ray_job_trains_and_its_run_outlives_the_job(cluster, tmp_path) -> None:
-    address, env, _, temp_dir, dashboard = cluster
-    job = _submit(dashboard, env, tmp_path, ["--batch-size=2", "--iterations=2", "--seed=1"])
+    address, env, _, temp_dir, dashboard, _ = cluster
+    job = _submit(dashboard, env, ["--batch-size=2", "--iterations=2", "--seed=1"], _home(tmp_path))
     assert job.returncode == 0 and "succeeded" in job.stdout, job.stdout + job.stderr
     [run] = (tmp_path / "ray_results" / "pong").iterdir()  # not in the job's working_dir copy
     lines = job.stdout.splitlines()
@@ -226,10 +233,12 @@ def test_a_ray_job_trains_and_its_run_outlives_the_job(cluster, tmp_path) -> Non
     assert str(temp_dir) not in str(run)
 
 
-def test_ray_job_stop_keeps_the_last_update(cluster, tmp_path) -> None:
-    _, env, _, _, dashboard = cluster
+def test_the_documented_job_trains_and_ray_job_stop_keeps_the_last_update(cluster, tmp_path):
+    """With ``--runtime-env runtime_env.yaml``: each node builds the job its virtualenv."""
+    _, env, _, _, dashboard, _ = cluster
     run = tmp_path / "run"
-    job = _submit(dashboard, env, tmp_path, ["--batch-size=2", f"--run-dir={run}"], "--no-wait")
+    flags = "--runtime-env=runtime_env.yaml", "--no-wait"
+    job = _submit(dashboard, env, ["--batch-size=2", f"--run-dir={run}"], *flags)
     assert job.returncode == 0, job.stderr
     [job_id] = re.findall(r"raysubmit_\w+", job.stdout)[:1]
     deadline = time.monotonic() + 120
@@ -239,6 +248,8 @@ def test_ray_job_stop_keeps_the_last_update(cluster, tmp_path) -> None:
     assert stop.returncode == 0, stop.stdout + stop.stderr
     logs = _ray(["job", "logs", f"--address={dashboard}", job_id], env).stdout
     assert "Interrupted by SIGTERM; shutting down Ray." in logs and "Traceback" not in logs, logs
+    assert any(map(BATCH_LINE.match, logs.splitlines())), logs
+    assert "(1 + 1: " in logs, logs  # a worker on each node, in the job's virtualenv there
     saved = load(run)  # saved on the way out, within Ray's 3 s before SIGKILL
     assert saved.iteration >= 1
     assert len((run / "updates.csv").read_text().splitlines()) == saved.iteration + 1
@@ -267,7 +278,7 @@ def test_with_ray_auth_mode_unset_and_a_token_at_hand_both_paths_work(tmp_path) 
         direct = run_driver([f"--address={address}", *args, f"--run-dir={tmp_path / 'a'}"], told)
         assert direct.returncode == 0, direct.stderr
         assert load(tmp_path / "a").iteration == 1
-        job = _submit(dashboard, told, tmp_path, [*args, f"--run-dir={tmp_path / 'b'}"])
+        job = _submit(dashboard, told, [*args, f"--run-dir={tmp_path / 'b'}"], _home(tmp_path))
         assert job.returncode == 0 and "succeeded" in job.stdout, job.stdout + job.stderr
         assert load(tmp_path / "b").iteration == 1
     finally:
@@ -284,13 +295,11 @@ def test_a_lost_node_s_games_are_played_elsewhere_and_training_goes_on(cluster, 
     """Last in this module: it takes the second node down for good."""
     from tests.system.test_faults import start_driver, wait_for
 
-    address, env, _, temp_dir, _ = cluster
+    address, env, *_, node_dir = cluster
     [raylet] = [
         pid
         for pid, cmd in processes()
-        if b"raylet" in cmd.split(b"\0")[0]
-        and b"--head" not in cmd
-        and str(temp_dir).encode() in cmd  # ours, not someone else's
+        if b"raylet" in cmd.split(b"\0")[0] and str(node_dir).encode() in cmd  # the second node
     ]
     out = tmp_path / "out.txt"
     args = ["--batch-size=4", "--iterations=3", f"--run-dir={tmp_path / 'run'}"]
