@@ -57,7 +57,7 @@ def descendants(roots: set[int], parent_of: dict[int, int]) -> set[int]:
         found |= children
 
 
-def stop_processes_of(*temp_dirs: Path, seconds: float = 5) -> None:
+def stop_processes_of(*temp_dirs: Path, seconds: float = 2) -> None:
     """End the Ray processes started with ``--temp-dir`` one of ``temp_dirs``, and all their
     children: SIGTERM, and SIGKILL for those still there ``seconds`` later.
 
