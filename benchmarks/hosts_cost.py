@@ -1,13 +1,14 @@
 """What separate hosts cost: the Ray loop on two network hosts of 1 CPU each beside one node of 2.
 
 Run (as root):  python benchmarks/hosts_cost.py [--batch-size 10] [--updates 3] [--rounds 3]
-                [--delay-ms 20] [--probes 8]
+                [--delay-ms 20] [--rate-mbit 1000] [--probes 8]
 
 The hosts are Linux network namespaces on this machine (tests/hosts.py), each Ray node with
 an address of its own, talking over a veth pair and a bridge, as the nodes of a real cluster
 talk over a network. Each round runs, in turn, from a fresh driver with the same seed: a
-local Ray of 2 CPUs, the two hosts, and the two hosts with ``--delay-ms`` added to every
-packet each way (netem). Each: one warm-up update (actor start), then --updates timed ones;
+local Ray of 2 CPUs, the two hosts, the two hosts with ``--delay-ms`` added to every packet
+each way (netem, where the kernel has it), and the two hosts with their link limited to
+``--rate-mbit`` each way (tbf). Each: one warm-up update (actor start), then --updates timed ones;
 all play the very same games. Then, on the hosts, what a game costs in transfers: the
 worker on the head and the one on the other host each play the same game (same seed, a
 model put fresh each time, as every update puts one), alternately, --probes times; the
@@ -89,7 +90,8 @@ def main() -> None:
     parser.add_argument("--env", default="ALE/Pong-v5")
     parser.add_argument("--updates", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--delay-ms", type=float, default=20)
+    parser.add_argument("--delay-ms", type=float, default=20, help="0: no row with a delay")
+    parser.add_argument("--rate-mbit", type=float, default=1000, help="0: no row with a limit")
     parser.add_argument("--probes", type=int, default=8)
     parser.add_argument("--join", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -123,6 +125,15 @@ def main() -> None:
         joined = [*net.run("head"), sys.executable, __file__, "--join"]
         joined += [f"--batch-size={args.batch_size}", f"--env={args.env}"]
         joined += [f"--updates={args.updates}", f"--probes={args.probes}"]
+        links = {"as is": {}}
+        if args.delay_ms:
+            try:
+                net.shape("worker", 2, delay_ms=args.delay_ms)
+                links[f"{args.delay_ms:g} ms delay"] = {"delay_ms": args.delay_ms}
+            except subprocess.CalledProcessError as e:
+                print(f"no delay row: tc cannot add netem here ({e.stderr.strip()})")
+        if args.rate_mbit:
+            links[f"{args.rate_mbit:g} Mbit/s"] = {"rate_mbit": args.rate_mbit}
         for round_ in range(1, args.rounds + 1):
             start_local_ray(2)
             trainer = Trainer(
@@ -132,16 +143,16 @@ def main() -> None:
             ray.shutdown()
             local = steps / seconds
             found = {}
-            for ms in (0, args.delay_ms):
-                net.delay("worker", 2, ms)
+            for link, shape in links.items():
+                net.shape("worker", 2, **shape)
                 out = subprocess.run(joined, env=env, check=True, capture_output=True, text=True)
-                found[ms] = json.loads(out.stdout.strip().splitlines()[-1])
-            net.delay("worker", 2, 0)
-            for ms, f in found.items():
+                found[link] = json.loads(out.stdout.strip().splitlines()[-1])
+            net.shape("worker", 2)
+            for link, f in found.items():
                 rows.append(
                     [
                         round_,
-                        f"{ms:g}",
+                        link,
                         f"{local:,.0f}",
                         f"{f['steps'] / f['seconds']:,.0f}",
                         f"{f['steps'] / f['seconds'] / local:.2f}",
@@ -153,15 +164,15 @@ def main() -> None:
                 print(" | ".join(map(str, rows[-1])), flush=True)
         print(
             f"\nbatch {args.batch_size}, {args.env}, {args.updates} timed updates a round: one"
-            f" local Ray of 2 CPUs, and two hosts of 1 CPU each (network namespaces), with the"
-            f" delay each way; the model is {found[0]['model_bytes'] / 1e6:.1f} MB, the probe"
-            f" game's gradient {found[0]['grad_bytes'] / 1e6:.2f} MB\n"
+            f" local Ray of 2 CPUs, and two hosts of 1 CPU each (network namespaces), their link"
+            f" as is or shaped each way; the model is {f['model_bytes'] / 1e6:.1f} MB, the probe"
+            f" game's gradient {f['grad_bytes'] / 1e6:.2f} MB\n"
         )
         print(
             table(
                 [
                     "round",
-                    "delay ms",
+                    "link",
                     "local Ray steps/s",
                     "hosts steps/s",
                     "hosts / local",

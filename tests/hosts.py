@@ -70,18 +70,28 @@ class Hosts:
         """Take host ``name``'s link down: the network between it and the others fails."""
         _ip("-n", self.ns(name), "link", "set", "eth0", "down")
 
-    def delay(self, name: str, host: int, ms: float) -> None:
-        """Delay every packet between host ``name`` (at ``SUBNET.host``) and the others by
-        ``ms`` each way (0: none), with netem on both ends of its link."""
+    def shape(self, name: str, host: int, delay_ms: float = 0, rate_mbit: float = 0) -> None:
+        """Shape the link between host ``name`` (at ``SUBNET.host``) and the others, on both
+        of its ends: every packet delayed ``delay_ms`` each way (netem), or the link limited
+        to ``rate_mbit`` each way (tbf); neither: as it was.
+
+        Raises:
+            subprocess.CalledProcessError: the kernel lacks the queueing discipline (tc:
+                "Specified qdisc kind is unknown").
+        """
+        qdisc = (
+            ["netem", "delay", f"{delay_ms}ms"]
+            if delay_ms
+            else ["tbf", "rate", f"{rate_mbit}mbit", "burst", "1mbit", "latency", "50ms"]
+            if rate_mbit
+            else []
+        )
         for ns, dev in ((self.ns(name), "eth0"), (self.ns("head"), f"p{host}")):
-            subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root"],
-                           capture_output=True, timeout=30)  # fmt: skip
-            if ms:
-                subprocess.run(
-                    ["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root",
-                     "netem", "delay", f"{ms}ms"],
-                    check=True, capture_output=True, timeout=30,
-                )  # fmt: skip
+            tc = ["ip", "netns", "exec", ns, "tc", "qdisc"]
+            subprocess.run([*tc, "del", "dev", dev, "root"], capture_output=True, timeout=30)
+            if qdisc:
+                subprocess.run([*tc, "add", "dev", dev, "root", *qdisc],
+                               check=True, capture_output=True, text=True, timeout=30)  # fmt: skip
 
     def remove(self) -> None:
         for ns in reversed(self.made):

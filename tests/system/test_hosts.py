@@ -62,7 +62,8 @@ def hosts(tmp_path_factory):
 
     def start(name: str, host: int, *flags: str) -> None:
         """``ray start`` on a new host ``name`` at ``SUBNET.host``, with its own temp dir."""
-        temp_dirs.setdefault(name, Path(tempfile.mkdtemp(prefix="h", dir="/tmp")))
+        if name not in temp_dirs:
+            temp_dirs[name] = Path(tempfile.mkdtemp(prefix="h", dir="/tmp"))
         node = subprocess.run(
             [*net.add(name, host), RAY, "start", "--num-cpus=1", "--disable-usage-stats",
              f"--node-ip-address={SUBNET}.{host}", f"--temp-dir={temp_dirs[name]}", *flags],
