@@ -36,15 +36,15 @@ def announce(run: Run, options: Options, where: str) -> None:
         path, source = run.start_from
         mean = "-" if source.running_reward is None else f"{source.running_reward:.2f}"
         print(
-            f"Starting a new run from the weights of {path} (update {source.iteration} of its"
-            f" run, running mean {mean}), with a fresh RMSProp cache"
+            f"Starting a new run from the weights of {printable(path)} (update"
+            f" {source.iteration} of its run, running mean {mean}), with a fresh RMSProp cache"
         )
     resumed = f"; resuming after update {run.saved.iteration}" if run.saved else ""
     print(
         f"Running on {where}: batch size {config.batch_size}, env {config.env},"
         f" seed {config.seed}, learning rate {config.learning_rate:g}, {until}\n"
-        f"Run directory: {run.directory} (checkpoint every {run.checkpoint_every} updates"
-        f" and {run.checkpoint_seconds:g} s, metrics in updates.csv, episodes.csv and"
+        f"Run directory: {printable(run.directory)} (checkpoint every {run.checkpoint_every}"
+        f" updates and {run.checkpoint_seconds:g} s, metrics in updates.csv, episodes.csv and"
         f" TensorBoard event files){resumed}",
         flush=True,
     )

@@ -357,6 +357,24 @@ def farewell_of(directory: Path) -> str:
     return report.farewell(run, trainer, first=0, script=driver.__file__)
 
 
+@pytest.mark.parametrize("name", AWKWARD)
+def test_the_first_lines_name_any_run_directory_on_one_printable_line(name, capsys) -> None:
+    from types import SimpleNamespace
+
+    from pong.run.config import Config
+
+    directory = Path("/tmp") / name
+    run = SimpleNamespace(
+        config=Config(), directory=directory, checkpoint_every=10, checkpoint_seconds=60.0,
+        saved=None, start_from=(directory / "policy.safetensors", SimpleNamespace(
+            running_reward=None, iteration=1)),
+    )  # fmt: skip
+    report.announce(run, SimpleNamespace(iterations=1, until_mean=None), "a local Ray")
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and all(line.isprintable() for line in lines), lines
+    assert lines[2].startswith(f"Run directory: {report.printable(directory)} (")
+
+
 def resume_command(done: str) -> str:
     """The command of a ``Done:`` line's ``(continue with: ...)``."""
     assert done.endswith(")") and "(continue with: " in done, done
