@@ -19,7 +19,7 @@ from pong.core.model import zeros_like_weights
 from pong.run.board import EVENTS, Board
 from pong.run.checkpoint import FILENAME, OLD_FILENAME, Checkpoint, CheckpointError, load, save
 from pong.run.config import Config, fresh_seed
-from pong.run.errors import RunFileError, UsageError, command, writing
+from pong.run.errors import RunFileError, UsageError, command, printable, writing
 from pong.run.files import Directory
 from pong.run.metrics import EPISODES, UPDATES, MetricsLog
 
@@ -117,6 +117,11 @@ class Run:
             if directory.exists():  # another run started this second (one per seed, say)
                 directory = directory.with_name(f"{directory.name}-{os.getpid()}")
         directory = kept_after_the_job(directory, "--run-dir")
+        made_in = next(p for p in directory.absolute().parents if p.exists() or p.is_symlink())
+        if not made_in.is_dir():  # said now: the directory is made only once Ray has started
+            raise UsageError(
+                f"--run-dir {printable(directory)}: {printable(made_in)} is not a directory"
+            )
         if config.seed is None:
             config = dataclasses.replace(config, seed=fresh_seed())
         run = cls(directory, config, None, checkpoint_every)

@@ -198,3 +198,12 @@ def test_two_new_runs_started_in_one_second_get_a_directory_each(tmp_path, monke
     assert first.directory != second.directory
     first.close()
     second.close()
+
+
+@pytest.mark.parametrize("below", ["file", "link"])
+def test_a_run_dir_below_a_file_is_refused_before_ray_starts(below, tmp_path) -> None:
+    """Run.start comes before Ray starts; the directory itself is made only after."""
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")  # a link to nothing is no directory
+    with pytest.raises(UsageError, match=f"{below} is not a directory$"):
+        Run.start(tmp_path / below / "a" / "run", Config(), checkpoint_every=10)
