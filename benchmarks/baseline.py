@@ -65,7 +65,11 @@ class OriginalLoop:
             self.model.weights["W1"] = np.ascontiguousarray(self.model.weights["W1"])
         self.grad_buffer = zeros_like_weights(self.model.weights)
         self.rmsprop_cache = zeros_like_weights(self.model.weights)
-        self.actors = [worker.remote(env_maker(env_id)) for _ in range(batch_size)]
+        # Holding no CPU, as the original's actors did while they ran (they declared none,
+        # which Ray counts as 1 CPU to place and 0 to run): one per game, all at once.
+        self.actors = [
+            worker.options(num_cpus=0).remote(env_maker(env_id)) for _ in range(batch_size)
+        ]
 
     def step(self) -> tuple[int, float]:
         """One update: (steps, seconds)."""
