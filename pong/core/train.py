@@ -144,9 +144,11 @@ class Trainer:
             self._restore(state)
         workers = workers or worker_count(batch_size)
         cpus = int(ray.cluster_resources().get("CPU", 0))  # so many can start at once
-        # SPREAD: where there are more free CPUs than workers, use every node's.
-        spread = RolloutWorker.options(scheduling_strategy="SPREAD")
-        actors = [spread.remote(make_env) for _ in range(workers)]
+        # SPREAD: where there are more free CPUs than workers, use every node's. Inside a
+        # placement group (a Tune trial's) the workers go in it, which SPREAD would overrule.
+        grouped = ray.util.get_current_placement_group() is not None
+        worker = RolloutWorker if grouped else RolloutWorker.options(scheduling_strategy="SPREAD")
+        actors = [worker.remote(make_env) for _ in range(workers)]
         self.games = Games(actors, seed, expect=min(workers, cpus))  # waits for those
 
     def step(self) -> Update:

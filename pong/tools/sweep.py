@@ -1,0 +1,392 @@
+"""Seeds and settings swept on Ray Tune: ``python -m pong.sweep --seeds 1 2 --iterations 100``.
+
+Each setting of the grid (batch size x learning rate x decay rate x seed) is one Tune trial,
+and each trial is a run: ``DIR/<name>/`` holds what ``driver.py --run-dir DIR/<name>`` with
+those settings would write, byte for byte, and ``driver.py --resume DIR/<name>`` continues it
+alone. Tune keeps its own state in ``DIR/.tune`` (hidden, so ``DIR/*`` is the runs), with
+no second copy of a run: a trial resumes from its run's checkpoint. ``DIR/summary.csv`` has
+one row per setting, over its seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import itertools
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pong.run.config import Config, Options, add_flags
+
+__all__ = ["main", "trial_name"]
+
+PROG = "python -m pong.sweep"
+TUNE_DIR = ".tune"  # Tune's experiment state, beside the runs
+SUMMARY = "summary.csv"
+MAX_TRIALS = 1000
+SWEPT = ("batch_size", "learning_rate", "decay_rate", "seed")  # flags that take several values
+# The driver's flags a trial takes as they are.
+PASSED = ("iterations", "until_mean", "address", "workers", "num_cpus", "checkpoint_every")
+PASSED += ("checkpoint_seconds", "watch_every")
+
+
+def trial_name(config: Config) -> str:
+    """A trial's directory name, from its settings: the same in every sweep."""
+    return (
+        f"batch{config.batch_size}-lr{config.learning_rate:g}-decay{config.decay_rate:g}"
+        f"-seed{config.seed}"
+    )
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, as the driver's
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = _Parser(
+        prog=PROG,
+        description="Sweep seeds and settings on Ray Tune; each trial is a driver.py run.",
+    )
+    grid = parser.add_argument_group("the grid: each of these takes one value or several")
+    single = parser.add_argument_group("every trial's settings, as driver.py's")
+    for f in dataclasses.fields(Config):
+        meta = {k: v for k, v in f.metadata.items() if k != "flags"}
+        if f.name in SWEPT:
+            flags = ["--seeds", "--seed"] if f.name == "seed" else ["--" + f.name.replace("_", "-")]
+            grid.add_argument(*flags, dest=f.name, nargs="+", default=None, **meta)
+        else:
+            single.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=None, **meta)
+    options = argparse.ArgumentParser(add_help=False)
+    add_flags(options, Options)
+    for action in options._actions:  # the driver's flags that make sense for a trial
+        if action.dest in PASSED:
+            single._add_action(action)
+    single.add_argument("--stop-at", dest="until_mean", type=float, metavar="R",
+                        help="also end a trial once its running mean is above R")  # fmt: skip
+    sweep = parser.add_argument_group("the sweep")
+    sweep.add_argument(
+        "--sweep-dir",
+        type=Path,
+        metavar="DIR",
+        help="where the trials' runs go (default: runs/sweep- and the start time)",
+    )
+    sweep.add_argument(
+        "--scheduler",
+        choices=("fifo", "asha"),
+        default="fifo",
+        help="asha: stop hopeless trials early on their running mean (Tune's"
+        " ASHA; needs --iterations)",
+    )
+    sweep.add_argument("--resume", type=Path, metavar="DIR",
+                       help="finish the sweep in DIR, each trial from its checkpoint")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.resume is not None:
+        given = [a for a in (*SWEPT, "env", "sweep_dir") if getattr(args, a) is not None]
+        if given:
+            parser.error(f"argument --{given[0].replace('_', '-')}: not with --resume")
+    elif args.scheduler == "asha" and args.iterations is None:
+        parser.error("argument --scheduler asha: needs --iterations, the most a trial runs")
+    return args
+
+
+def grid(args: argparse.Namespace) -> list[Config]:
+    """Every combination of the swept values, seeds innermost."""
+    defaults = Config()
+    values = [getattr(args, n) or [getattr(defaults, n)] for n in SWEPT]
+    if args.seed is None:
+        values[-1] = [1]  # a sweep is repeatable: seed 1 unless told
+    env = args.env or defaults.env
+    configs = []
+    for combo in itertools.product(*(list(dict.fromkeys(v)) for v in values)):
+        configs.append(Config(env=env, **dict(zip(SWEPT, combo, strict=True))))
+    return configs
+
+
+def refuse(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        from ray import tune  # noqa: F401
+    except ImportError:
+        return refuse("Ray Tune is not installed: pip install -e '.[sweep]'")
+    if args.resume is not None:
+        directory = args.resume
+        if not (directory / TUNE_DIR).is_dir():
+            return refuse(f"--resume {directory}: no sweep there (no {TUNE_DIR} directory)")
+    else:
+        configs = grid(args)
+        if len(configs) > MAX_TRIALS:
+            return refuse(f"the grid has {len(configs):,} trials, more than {MAX_TRIALS:,}")
+        directory = args.sweep_dir or Path("runs") / time.strftime("sweep-%Y%m%d-%H%M%S")
+        if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+            return refuse(f"--sweep-dir {directory}: not a directory")
+        if directory.exists() and any(directory.iterdir()):
+            return refuse(
+                f"--sweep-dir {directory}: holds files already; choose a new directory, or"
+                f" --resume {directory} to finish a sweep there"
+            )
+    return run_sweep(args, directory.absolute(), None if args.resume else configs)
+
+
+def trial(space: dict[str, Any], sweep_dir: str) -> None:
+    """One Tune trial: a run in ``sweep_dir/<name>``, as ``driver.py`` trains one (a new one,
+    or the one there continued), one ``tune.report`` per update."""
+    from ray import tune
+
+    from pong.core.train import Trainer
+    from pong.run.checkpoint import FILENAME
+    from pong.run.config import hyperparameters
+    from pong.run.directory import Run
+    from pong.run.report import reached
+    from pong.tools import snapshot
+
+    settings = space["settings"]  # the trial's point of the grid (see ``_settings``)
+    config = Config.from_dict(settings["config"])
+    directory, every = Path(sweep_dir) / trial_name(config), settings["checkpoint_every"]
+    if (directory / FILENAME).exists():  # a sweep resumed: the run goes on from its checkpoint
+        run = Run.resume(directory, {}, every)
+    else:
+        run = Run.start(directory, config, every)
+    run.watch_every, run.checkpoint_seconds = (
+        settings["watch_every"],
+        settings["checkpoint_seconds"],
+    )
+    iterations, goal = settings["iterations"], settings["until_mean"]
+    run.open()
+    trainer = None
+    try:
+        trainer = Trainer(
+            **hyperparameters(run.config), state=run.initial, workers=settings["workers"]
+        )
+        while (iterations is None or trainer.iteration < iterations) and not reached(
+            trainer.running_reward, goal
+        ):
+            update = trainer.play()
+            trainer.apply(update)
+            run.record(update, trainer)
+            if run.watch_due(trainer.iteration):
+                run.watch(
+                    snapshot.take(trainer.model, run.config.env, seed=trainer.iteration), trainer
+                )
+            mean = trainer.running_reward
+            tune.report(
+                {
+                    "update": trainer.iteration,
+                    "episodes": trainer.episodes,
+                    "running_mean": mean if mean is not None else -math.inf,
+                    "steps_per_s": update.steps_per_second,
+                }
+            )
+    finally:
+        run.close(trainer)  # the last finished update saved, also when Tune stops the trial
+
+
+def run_sweep(args: argparse.Namespace, directory: Path, configs: list[Config] | None) -> int:
+    """Join Ray, run (or restore) the Tune experiment, print and write the summary."""
+    # Tune's own per-trial CSV and TensorBoard logs would copy the runs' metrics (its JSON
+    # one is kept: its results are read from it), and its progress tables would bury the
+    # one line per update printed here.
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    import ray
+    from ray import tune
+    from ray.tune.logger import JsonLoggerCallback
+
+    from pong.core.worker import WORKER_MEMORY
+    from pong.run.cluster import cluster_summary, connect, first_line
+    from pong.run.errors import PongError, command, printable
+
+    try:
+        connect(args.address, args.num_cpus)
+    except PongError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    try:
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        trainable = tune.with_parameters(trial, sweep_dir=str(directory))
+        if configs is None:
+            tuner = tune.Tuner.restore(
+                str(directory / TUNE_DIR), trainable=trainable, resume_unfinished=True
+            )
+            print(f"Resuming the sweep in {printable(directory)}", flush=True)
+        else:
+            smallest = min(c.batch_size for c in configs)
+            workers = args.workers or max(1, min(smallest, cpus // min(len(configs), cpus)))
+            print(
+                f"Sweeping {len(configs)} trial{'s' * (len(configs) != 1)} on"
+                f" {cluster_summary(args.address)}: {workers} RolloutWorker"
+                f"{'s' * (workers != 1)} each, {max(1, cpus // workers)} trials at once;"
+                f" runs in {printable(directory)}",
+                flush=True,
+            )
+            worker = {"CPU": 1, "memory": WORKER_MEMORY}  # what each RolloutWorker holds
+            tuner = tune.Tuner(
+                tune.with_resources(
+                    trainable, tune.PlacementGroupFactory([{}] + [worker] * workers)
+                ),
+                param_space={
+                    "settings": tune.grid_search([_settings(c, args, workers) for c in configs])
+                },
+                tune_config=tune.TuneConfig(
+                    scheduler=_scheduler(args),
+                    trial_name_creator=_name,
+                    trial_dirname_creator=_name,
+                    max_concurrent_trials=None,
+                ),
+                run_config=tune.RunConfig(
+                    name=TUNE_DIR,
+                    storage_path=str(directory),
+                    verbose=0,
+                    callbacks=[_lines(), JsonLoggerCallback()],
+                    failure_config=tune.FailureConfig(max_failures=0),
+                ),
+            )
+        started = time.monotonic()
+        results = tuner.fit()
+        finished = [r for r in results if r.config]
+        configs = [Config.from_dict(r.config["settings"]["config"]) for r in finished]
+        seconds = {
+            trial_name(c): r.metrics.get("time_total_s", math.nan) if r.metrics else math.nan
+            for c, r in zip(configs, finished, strict=True)
+        }
+        for c, r in zip(configs, finished, strict=True):
+            if r.error:  # the others went on
+                print(f"note: trial {trial_name(c)} failed: {first_line(r.error)}", flush=True)
+        table = summarize(directory, configs, seconds)
+        write_summary(directory, table)
+        print(f"\n{markdown(table)}\n")
+        unfinished = [
+            trial_name(c)
+            for c, r in zip(configs, finished, strict=True)
+            if not r.error and not _done(r.metrics or {}, r.config["settings"])
+        ]
+        again = command("--resume", directory, module="pong.sweep")
+        if unfinished:
+            print(f"Stopped with {len(unfinished)} trial(s) unfinished; continue with: {again}")
+        else:
+            took = time.monotonic() - started
+            print(f"Done: {len(configs)} trials in {took:.0f} s; {printable(directory / SUMMARY)}")
+        return 1 if failed_any(finished) else 0
+    finally:
+        ray.shutdown()
+
+
+def failed_any(results: list) -> bool:
+    return any(r.error for r in results)
+
+
+def _done(metrics: dict[str, Any], settings: dict[str, Any]) -> bool:
+    """Whether a trial reached its end: its updates, or its running-mean goal."""
+    iterations, goal = settings["iterations"], settings["until_mean"]
+    update, mean = metrics.get("update", 0), metrics.get("running_mean", -math.inf)
+    return (iterations is not None and update >= iterations) or (goal is not None and mean > goal)
+
+
+def _settings(config: Config, args: argparse.Namespace, workers: int) -> dict[str, Any]:
+    """What a trial needs to train its run, all in Tune's param space (kept for a restore)."""
+    return {
+        "config": dataclasses.asdict(config),
+        "iterations": args.iterations,
+        "until_mean": args.until_mean,
+        "workers": workers,
+        "checkpoint_every": args.checkpoint_every or 10,
+        "checkpoint_seconds": args.checkpoint_seconds or 60.0,
+        "watch_every": 100 if args.watch_every is None else args.watch_every,
+    }
+
+
+def _name(t) -> str:
+    return trial_name(Config.from_dict(t.config["settings"]["config"]))
+
+
+def _scheduler(args: argparse.Namespace):
+    """Tune's ASHA on the running mean, or none (every trial to its end)."""
+    if args.scheduler != "asha":
+        return None
+    from ray.tune.schedulers import ASHAScheduler
+
+    return ASHAScheduler(
+        time_attr="update", metric="running_mean", mode="max", max_t=args.iterations,
+        grace_period=max(1, args.iterations // 10),
+    )  # fmt: skip
+
+
+def markdown(table: list[dict[str, Any]]) -> str:
+    header = list(table[0])
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(row[k]) for k in header) + " |" for row in table]
+    return "\n".join(lines)
+
+
+def _lines():
+    """A Tune callback that prints one line per trial update, as the driver's Batch lines,
+    instead of Tune's tables."""
+    from ray.tune import Callback
+
+    class Lines(Callback):
+        def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+            mean = result.get("running_mean", -math.inf)
+            shown = "-" if mean == -math.inf else f"{mean:.2f}"
+            print(
+                f"{_name(trial)}: update {result.get('update')}, running mean {shown},"
+                f" {result.get('steps_per_s', 0):,.0f} steps/s",
+                flush=True,
+            )
+
+    return Lines()
+
+
+def summarize(directory: Path, configs: list[Config], seconds: dict[str, float]) -> list[dict]:
+    """One row per setting over its seeds, from each trial's ``updates.csv``."""
+    from pong.run.metrics import rows
+
+    by_setting: dict[tuple, list[Config]] = {}
+    for c in configs:
+        by_setting.setdefault((c.batch_size, c.learning_rate, c.decay_rate), []).append(c)
+    table = []
+    for (batch, lr, decay), trials in by_setting.items():
+        finals, to_zero, took = [], [], []
+        for c in trials:
+            name = trial_name(c)
+            path = directory / name / "updates.csv"
+            updates = list(rows(path)) if path.is_file() else []
+            if updates:
+                finals.append(float(updates[-1]["running_reward"]))
+            reached = [int(u["episodes"]) for u in updates if float(u["running_reward"]) > 0]
+            to_zero.append(str(reached[0]) if reached else "-")
+            took.append(seconds.get(name, math.nan))
+        table.append(
+            {
+                "batch_size": batch,
+                "learning_rate": f"{lr:g}",
+                "decay_rate": f"{decay:g}",
+                "seeds": " ".join(str(c.seed) for c in trials),
+                "final_running_mean": f"{statistics.fmean(finals):.2f}" if finals else "-",
+                "spread": f"{statistics.pstdev(finals):.2f}" if finals else "-",
+                "games_to_running_mean_0": " ".join(to_zero),
+                "seconds": "-" if math.isnan(sum(took)) else f"{statistics.fmean(took):.0f}",
+            }
+        )
+    return table
+
+
+def write_summary(directory: Path, table: list[dict[str, Any]]) -> None:
+    """``DIR/summary.csv``, written whole and renamed in (never through a planted link)."""
+    partial = directory / f".{SUMMARY}.{os.getpid()}"
+    with open(partial, "x", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(table[0]))
+        writer.writeheader()
+        writer.writerows(table)
+    os.replace(partial, directory / SUMMARY)
