@@ -14,6 +14,7 @@ import argparse
 import csv
 import dataclasses
 import itertools
+import logging
 import math
 import os
 import statistics
@@ -204,6 +205,10 @@ def run_sweep(args: argparse.Namespace, directory: Path, configs: list[Config] |
     from ray import tune
     from ray.tune.logger import JsonLoggerCallback
 
+    # Tune's lines on a stop (its own resume hint, trials never started): ours say it here.
+    for name in ("ray.tune.tune", "ray.tune.analysis.experiment_analysis"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
     from pong.core.worker import WORKER_MEMORY
     from pong.run.cluster import cluster_summary, connect, first_line
     from pong.run.errors import PongError, command, printable
@@ -215,7 +220,13 @@ def run_sweep(args: argparse.Namespace, directory: Path, configs: list[Config] |
         return 1
     try:
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        trainable = tune.with_parameters(trial, sweep_dir=str(directory))
+        worker = {"CPU": 1, "memory": WORKER_MEMORY}  # what each RolloutWorker holds
+        trainable = tune.with_resources(  # its workers' placement group, kept in a restore
+            tune.with_parameters(trial, sweep_dir=str(directory)),
+            lambda space: tune.PlacementGroupFactory(
+                [{}] + [worker] * space["settings"]["workers"]
+            ),
+        )
         if configs is None:
             tuner = tune.Tuner.restore(
                 str(directory / TUNE_DIR), trainable=trainable, resume_unfinished=True
@@ -231,11 +242,8 @@ def run_sweep(args: argparse.Namespace, directory: Path, configs: list[Config] |
                 f" runs in {printable(directory)}",
                 flush=True,
             )
-            worker = {"CPU": 1, "memory": WORKER_MEMORY}  # what each RolloutWorker holds
             tuner = tune.Tuner(
-                tune.with_resources(
-                    trainable, tune.PlacementGroupFactory([{}] + [worker] * workers)
-                ),
+                trainable,
                 param_space={
                     "settings": tune.grid_search([_settings(c, args, workers) for c in configs])
                 },
@@ -273,8 +281,9 @@ def run_sweep(args: argparse.Namespace, directory: Path, configs: list[Config] |
             if not r.error and not _done(r.metrics or {}, r.config["settings"])
         ]
         again = command("--resume", directory, module="pong.sweep")
-        if unfinished:
+        if unfinished:  # stopped (Ctrl-C): each running trial saved its last update
             print(f"Stopped with {len(unfinished)} trial(s) unfinished; continue with: {again}")
+            return 130
         else:
             took = time.monotonic() - started
             print(f"Done: {len(configs)} trials in {took:.0f} s; {printable(directory / SUMMARY)}")
@@ -356,7 +365,8 @@ def summarize(directory: Path, configs: list[Config], seconds: dict[str, float])
     for c in configs:
         by_setting.setdefault((c.batch_size, c.learning_rate, c.decay_rate), []).append(c)
     table = []
-    for (batch, lr, decay), trials in by_setting.items():
+    for (batch, lr, decay), trials in sorted(by_setting.items()):  # the same after a restore
+        trials.sort(key=lambda c: c.seed)
         finals, to_zero, took = [], [], []
         for c in trials:
             name = trial_name(c)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import signal
 import subprocess
 import sys
 
@@ -11,8 +12,10 @@ import pytest
 from pong.run.config import Config
 from pong.tools.sweep import MAX_TRIALS, main, trial_name
 from tests.helpers import ROOT, run_driver
+from tests.system.test_faults import wait_for
 
-TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", "--iterations=3", "--watch-every=0"]
+ITERATIONS = 40  # toy updates: long enough to be stopped in the middle
+TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--iterations={ITERATIONS}", "--watch-every=0"]
 
 
 @pytest.mark.parametrize(
@@ -45,17 +48,33 @@ def test_trial_names_say_their_settings() -> None:
 
 
 @pytest.mark.ray
-def test_each_trial_is_the_driver_run_of_its_settings(tmp_path) -> None:
-    """2 seeds x 2 learning rates on the toy: four runs in the sweep directory, each
-    checkpoint the bytes that driver.py writes with those flags."""
+def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(tmp_path) -> None:
+    """2 seeds x 2 learning rates on the toy, stopped with Ctrl-C and resumed: four runs in the
+    sweep directory, each checkpoint the bytes that driver.py writes with those flags."""
     sweep = tmp_path / "sweep"
     grid = ["--seeds", "1", "2", "--learning-rate", "1e-3", "3e-3"]
-    proc = subprocess.run(
+    out = tmp_path / "out.txt"
+    proc = subprocess.Popen(
         [sys.executable, "-m", "pong.sweep", *TOY, *grid, f"--sweep-dir={sweep}", "--num-cpus=2"],
+        cwd=ROOT, stdout=open(out, "w"), stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: ": update 5," in out.read_text(), proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    text = out.read_text()
+    assert proc.returncode == 130, text + err
+    last = text.splitlines()[-1]
+    assert last.startswith("Stopped with ") and last.endswith(f"--resume {sweep}"), last
+    again = subprocess.run(
+        [sys.executable, "-m", "pong.sweep", "--resume", str(sweep)],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.splitlines()[-1].startswith("Done: 4 trials in ")
+    assert "Traceback" not in text + err + again.stdout + again.stderr
     names = sorted(p.name for p in sweep.iterdir() if not p.name.startswith("."))
     runs = [f"batch2-lr{lr}-decay0.99-seed{s}" for lr in ("0.001", "0.003") for s in (1, 2)]
     assert names == sorted([*runs, "summary.csv"])
@@ -67,7 +86,7 @@ def test_each_trial_is_the_driver_run_of_its_settings(tmp_path) -> None:
         name = f"batch2-lr{float(lr):g}-decay0.99-seed{seed}"
         ours = (sweep / name / "checkpoint.safetensors").read_bytes()
         assert ours == (alone / "checkpoint.safetensors").read_bytes(), name
-        assert (sweep / name / "updates.csv").read_text().count("\n") == 4  # header + 3
+        assert (sweep / name / "updates.csv").read_text().count("\n") == 1 + ITERATIONS
     with open(sweep / "summary.csv", newline="") as f:
         summary = list(csv.DictReader(f))
     assert [(r["learning_rate"], r["seeds"]) for r in summary] == [
