@@ -96,6 +96,20 @@ def _mark_spread(marks: Sequence[Passed | None]) -> tuple[str, str]:
     return median, " / ".join(map(_range, columns, SHOWN.values()))
 
 
+def runs_of(paths: Sequence[Path]) -> list[Path]:
+    """The run directories that ``paths`` name: a sweep's directory (``pong.sweep``) stands
+    for its runs, and its ``summary.csv``, which ``DIR/*`` names too, is left out."""
+    from pong.tools.sweep import SUMMARY, TUNE_DIR
+
+    found: list[Path] = []
+    for path in paths:
+        if (path / TUNE_DIR).is_dir():
+            found += sorted(p for p in path.iterdir() if p.is_dir() and p.name[0] != ".")
+        elif not (path.name == SUMMARY and (path.parent / TUNE_DIR).is_dir()):
+            found.append(path)
+    return found
+
+
 def check_distinct(run_dirs: Sequence[Path]) -> None:
     """Refuse a run directory given twice (``ValueError``): it would count twice."""
     resolved = [run_dir.resolve() for run_dir in run_dirs]
@@ -109,8 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m pong.compare",
         description="Compare runs: when each passed the marks, and the spread (Markdown).",
     )
-    parser.add_argument("run_dirs", nargs="+", type=Path, help="run directories (hold updates.csv)")
+    parser.add_argument(
+        "run_dirs", nargs="+", type=Path, help="run directories (hold updates.csv), or sweeps"
+    )
     args = parser.parse_args(argv)
+    args.run_dirs = runs_of(args.run_dirs)
     try:
         check_distinct(args.run_dirs)
         print("\n".join(table([figures(run_dir) for run_dir in args.run_dirs])))

@@ -21,7 +21,7 @@ from pong.run.checkpoint import load
 from pong.run.errors import printable
 from pong.run.files import Directory, atomic_write
 from pong.run.metrics import EPISODES, UPDATES, rows
-from pong.tools.compare import check_distinct
+from pong.tools.compare import check_distinct, runs_of
 from pong.tools.weights import save_png
 
 __all__ = ["POINTS", "Buckets", "curve", "plot_run", "plot_runs", "plot_weights"]
@@ -178,7 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m pong.plot",
         description="Draw a run's learning curves as a PNG, or overlay several runs' curves.",
     )
-    parser.add_argument("run_dirs", nargs="*", type=Path, help="run directories (hold updates.csv)")
+    parser.add_argument(
+        "run_dirs", nargs="*", type=Path, help="run directories (hold updates.csv), or sweeps"
+    )
     parser.add_argument(
         "--weights",
         type=Path,
@@ -194,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="PNG to write (default for one run: RUN_DIR/learning_curve.png; needed for several)",
     )
     args = parser.parse_args(argv)
+    args.run_dirs = runs_of(args.run_dirs)
     if bool(args.run_dirs) == (args.weights is not None):
         parser.error("give either run directories or --weights PATH")
     if len(args.run_dirs) > 1 and args.output is None:

@@ -110,3 +110,19 @@ def test_a_run_whose_name_is_not_utf8_is_named_printably(tmp_path) -> None:
         f"python -m pong.compare: error: {printable(run)}: this run is given twice;"
         " give each run once\n"
     )
+
+
+def test_a_sweep_stands_for_its_runs_and_its_summary_is_no_run(tmp_path) -> None:
+    from pong.tools.compare import runs_of
+
+    sweep = tmp_path / "sweep"
+    for name in (".tune", "b-seed2", "a-seed1"):
+        (sweep / name).mkdir(parents=True)
+    (sweep / "summary.csv").write_text("batch_size\n")
+    runs = [sweep / "a-seed1", sweep / "b-seed2"]
+    assert runs_of([sweep]) == runs
+    shell = sorted(p for p in sweep.iterdir() if p.name[0] != ".")  # DIR/*, as bash expands it
+    assert runs_of(shell) == runs
+    assert runs_of([tmp_path / "x"]) == [tmp_path / "x"]  # anything else as it is
+    (tmp_path / "summary.csv").write_text("not a sweep's\n")
+    assert runs_of([tmp_path / "summary.csv"]) == [tmp_path / "summary.csv"]
