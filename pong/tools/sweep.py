@@ -141,32 +141,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_sweep(args, directory.absolute(), None if args.resume else configs)
 
 
+def _open_run(settings: dict[str, Any], sweep_dir: str):
+    """The trial's run, opened: new, or the one in its directory continued (a resumed sweep)."""
+    from pong.run.checkpoint import FILENAME
+    from pong.run.directory import Run
+
+    config = Config.from_dict(settings["config"])
+    directory, every = Path(sweep_dir) / trial_name(config), settings["checkpoint_every"]
+    exists = (directory / FILENAME).exists()
+    run = Run.resume(directory, {}, every) if exists else Run.start(directory, config, every)
+    run.watch_every = settings["watch_every"]
+    run.checkpoint_seconds = settings["checkpoint_seconds"]
+    run.open()
+    return run
+
+
 def trial(space: dict[str, Any], sweep_dir: str) -> None:
-    """One Tune trial: a run in ``sweep_dir/<name>``, as ``driver.py`` trains one (a new one,
-    or the one there continued), one ``tune.report`` per update."""
+    """One Tune trial: a run in ``sweep_dir/<name>``, trained as ``driver.py`` trains one,
+    one ``tune.report`` per update."""
     from ray import tune
 
     from pong.core.train import Trainer
-    from pong.run.checkpoint import FILENAME
     from pong.run.config import hyperparameters
-    from pong.run.directory import Run
     from pong.run.report import reached
     from pong.tools import snapshot
 
     settings = space["settings"]  # the trial's point of the grid (see ``_settings``)
-    config = Config.from_dict(settings["config"])
-    directory, every = Path(sweep_dir) / trial_name(config), settings["checkpoint_every"]
-    if (directory / FILENAME).exists():  # a sweep resumed: the run goes on from its checkpoint
-        run = Run.resume(directory, {}, every)
-    else:
-        run = Run.start(directory, config, every)
-    run.watch_every, run.checkpoint_seconds = (
-        settings["watch_every"],
-        settings["checkpoint_seconds"],
-    )
     iterations, goal = settings["iterations"], settings["until_mean"]
-    run.open()
-    trainer = None
+    run, trainer = _open_run(settings, sweep_dir), None
     try:
         trainer = Trainer(
             **hyperparameters(run.config), state=run.initial, workers=settings["workers"]
@@ -178,9 +180,8 @@ def trial(space: dict[str, Any], sweep_dir: str) -> None:
             trainer.apply(update)
             run.record(update, trainer)
             if run.watch_due(trainer.iteration):
-                run.watch(
-                    snapshot.take(trainer.model, run.config.env, seed=trainer.iteration), trainer
-                )
+                shot = snapshot.take(trainer.model, run.config.env, seed=trainer.iteration)
+                run.watch(shot, trainer)
             mean = trainer.running_reward
             tune.report(
                 {
@@ -203,102 +204,113 @@ def run_sweep(args: argparse.Namespace, directory: Path, configs: list[Config] |
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     import ray
     from ray import tune
-    from ray.tune.logger import JsonLoggerCallback
+
+    from pong.run.cluster import connect
+    from pong.run.errors import PongError
 
     # Tune's lines on a stop (its own resume hint, trials never started): ours say it here.
     for name in ("ray.tune.tune", "ray.tune.analysis.experiment_analysis"):
         logging.getLogger(name).setLevel(logging.ERROR)
-
-    from pong.core.worker import WORKER_MEMORY
-    from pong.run.cluster import cluster_summary, connect, first_line
-    from pong.run.errors import PongError, command, printable
-
     try:
         connect(args.address, args.num_cpus)
     except PongError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
     try:
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        worker = {"CPU": 1, "memory": WORKER_MEMORY}  # what each RolloutWorker holds
-        trainable = tune.with_resources(  # its workers' placement group, kept in a restore
-            tune.with_parameters(trial, sweep_dir=str(directory)),
-            lambda space: tune.PlacementGroupFactory(
-                [{}] + [worker] * space["settings"]["workers"]
-            ),
-        )
         if configs is None:
             tuner = tune.Tuner.restore(
-                str(directory / TUNE_DIR), trainable=trainable, resume_unfinished=True
+                str(directory / TUNE_DIR), trainable=_trainable(directory), resume_unfinished=True
             )
-            print(f"Resuming the sweep in {printable(directory)}", flush=True)
+            print(f"Resuming the sweep in {_shown(directory)}", flush=True)
         else:
-            smallest = min(c.batch_size for c in configs)
-            workers = args.workers or max(1, min(smallest, cpus // min(len(configs), cpus)))
-            print(
-                f"Sweeping {len(configs)} trial{'s' * (len(configs) != 1)} on"
-                f" {cluster_summary(args.address)}: {workers} RolloutWorker"
-                f"{'s' * (workers != 1)} each, {max(1, cpus // workers)} trials at once;"
-                f" runs in {printable(directory)}",
-                flush=True,
-            )
-            tuner = tune.Tuner(
-                trainable,
-                param_space={
-                    "settings": tune.grid_search([_settings(c, args, workers) for c in configs])
-                },
-                tune_config=tune.TuneConfig(
-                    scheduler=_scheduler(args),
-                    trial_name_creator=_name,
-                    trial_dirname_creator=_name,
-                    max_concurrent_trials=None,
-                ),
-                run_config=tune.RunConfig(
-                    name=TUNE_DIR,
-                    storage_path=str(directory),
-                    verbose=0,
-                    callbacks=[_lines(), JsonLoggerCallback()],
-                    failure_config=tune.FailureConfig(max_failures=0),
-                ),
-            )
+            tuner = _tuner(args, directory, configs)
         started = time.monotonic()
-        results = tuner.fit()
-        finished = [r for r in results if r.config]
-        configs = [Config.from_dict(r.config["settings"]["config"]) for r in finished]
-        seconds = {
-            trial_name(c): r.metrics.get("time_total_s", math.nan) if r.metrics else math.nan
-            for c, r in zip(configs, finished, strict=True)
-        }
-        for c, r in zip(configs, finished, strict=True):
-            if r.error:  # the others went on
-                print(f"note: trial {trial_name(c)} failed: {first_line(r.error)}", flush=True)
-        table = summarize(directory, configs, seconds)
-        write_summary(directory, table)
-        print(f"\n{markdown(table)}\n")
-        unfinished = [
-            trial_name(c)
-            for c, r in zip(configs, finished, strict=True)
-            if not r.error and not _done(r.metrics or {}, r.config["settings"])
-        ]
-        again = command("--resume", directory, module="pong.sweep")
-        if unfinished:  # stopped (Ctrl-C): each running trial saved its last update
-            print(f"Stopped with {len(unfinished)} trial(s) unfinished; continue with: {again}")
-            return 130
-        else:
-            took = time.monotonic() - started
-            print(f"Done: {len(configs)} trials in {took:.0f} s; {printable(directory / SUMMARY)}")
-        return 1 if failed_any(finished) else 0
+        return _report(directory, list(tuner.fit()), time.monotonic() - started)
     finally:
         ray.shutdown()
 
 
-def failed_any(results: list) -> bool:
-    return any(r.error for r in results)
+def _shown(path: Path) -> str:
+    from pong.run.errors import printable
+
+    return printable(path)
 
 
-def _done(metrics: dict[str, Any], settings: dict[str, Any]) -> bool:
+def _trainable(directory: Path):
+    """``trial`` for Tune: the sweep's directory given, its workers' placement group asked for
+    (from its settings, so that a restore asks for the same)."""
+    from ray import tune
+
+    from pong.core.worker import WORKER_MEMORY
+
+    worker = {"CPU": 1, "memory": WORKER_MEMORY}  # what each RolloutWorker holds
+    return tune.with_resources(
+        tune.with_parameters(trial, sweep_dir=str(directory)),
+        lambda space: tune.PlacementGroupFactory([{}] + [worker] * space["settings"]["workers"]),
+    )
+
+
+def _tuner(args: argparse.Namespace, directory: Path, configs: list[Config]):
+    """A new Tune experiment of ``configs``, its state in ``directory/.tune``; says so."""
+    import ray
+    from ray import tune
+    from ray.tune.logger import JsonLoggerCallback
+
+    from pong.run.cluster import cluster_summary
+
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    smallest = min(c.batch_size for c in configs)
+    workers = args.workers or max(1, min(smallest, cpus // min(len(configs), cpus)))
+    print(
+        f"Sweeping {len(configs)} trial{'s' * (len(configs) != 1)} on"
+        f" {cluster_summary(args.address)}: {workers} RolloutWorker{'s' * (workers != 1)}"
+        f" each, {max(1, cpus // workers)} trials at once; runs in {_shown(directory)}",
+        flush=True,
+    )
+    return tune.Tuner(
+        _trainable(directory),
+        param_space={"settings": tune.grid_search([_settings(c, args, workers) for c in configs])},
+        tune_config=tune.TuneConfig(
+            scheduler=_scheduler(args), trial_name_creator=_name, trial_dirname_creator=_name
+        ),
+        run_config=tune.RunConfig(
+            name=TUNE_DIR,
+            storage_path=str(directory),
+            verbose=0,
+            callbacks=[_lines(), JsonLoggerCallback()],
+            failure_config=tune.FailureConfig(max_failures=0),
+        ),
+    )
+
+
+def _report(directory: Path, results: list, took: float) -> int:
+    """The failed trials, the summary (printed and in ``summary.csv``), and the last line:
+    done, or the command that finishes the sweep; the exit code."""
+    from pong.run.cluster import first_line
+    from pong.run.errors import command
+
+    results = [r for r in results if r.config]
+    configs = [Config.from_dict(r.config["settings"]["config"]) for r in results]
+    seconds = {trial_name(c): (r.metrics or {}).get("time_total_s", math.nan)
+               for c, r in zip(configs, results, strict=True)}  # fmt: skip
+    for c, r in zip(configs, results, strict=True):
+        if r.error:  # the others went on
+            print(f"note: trial {trial_name(c)} failed: {first_line(r.error)}", flush=True)
+    table = summarize(directory, configs, seconds)
+    write_summary(directory, table)
+    print(f"\n{markdown(table)}\n")
+    unfinished = [r for r in results if not r.error and not _done(r.metrics or {}, r.config)]
+    if unfinished:  # stopped (Ctrl-C): each running trial saved its last update
+        again = command("--resume", directory, module="pong.sweep")
+        print(f"Stopped with {len(unfinished)} trial(s) unfinished; continue with: {again}")
+        return 130
+    print(f"Done: {len(configs)} trials in {took:.0f} s; {_shown(directory / SUMMARY)}")
+    return 1 if any(r.error for r in results) else 0
+
+
+def _done(metrics: dict[str, Any], space: dict[str, Any]) -> bool:
     """Whether a trial reached its end: its updates, or its running-mean goal."""
-    iterations, goal = settings["iterations"], settings["until_mean"]
+    iterations, goal = space["settings"]["iterations"], space["settings"]["until_mean"]
     update, mean = metrics.get("update", 0), metrics.get("running_mean", -math.inf)
     return (iterations is not None and update >= iterations) or (goal is not None and mean > goal)
 
