@@ -28,7 +28,7 @@ from pong.run.errors import UsageError, command
 from pong.run.files import NotRegularError, PathLike, atomic_write, open_file
 
 __all__ = ["FILENAME", "Checkpoint", "CheckpointError", "decode", "encode", "load", "save"]
-__all__ += ["save_policy"]
+__all__ += ["MAX_RESUMED", "save_policy"]
 
 FILENAME = "checkpoint.safetensors"  # inside a run directory
 OLD_FILENAME = "checkpoint.npz"  # an earlier version's; python -m pong.convert carries it over
@@ -41,6 +41,8 @@ MAX_HEADER_BYTES = 2**16  # the JSON header; ours is under 1 KB
 MAX_TEXT = 200  # characters of a metadata value, such as the env id
 MAX_ENTRIES = 64  # metadata entries; ours are 11
 MAX_COUNT = 10**15  # updates, games or env steps: far past any run
+MAX_RESUMED = MAX_COUNT // 10  # what a run resumes from: room left to count, and save, on
+MAX_WEIGHT = float(np.finfo(np.float32).max)  # a weight a policy file (float32) can hold
 MAX_SCORE = 1000.0  # a running mean of game scores; Pong's lie in -21..21
 COUNTERS = ("iteration", "episodes", "steps")
 MEANS = ("running_reward", "best_running_reward")
@@ -245,6 +247,8 @@ def _check_tensors(path, tensors: dict[str, np.ndarray], shapes: dict, dtype: np
             raise CheckpointError(f"{path}: {name} holds {array.dtype} values, not {dtype}")
         if not np.isfinite(array).all():
             raise CheckpointError(f"{path}: {name} holds NaN or infinite values")
+        if name in POLICY_SHAPES and (np.abs(array) > MAX_WEIGHT).any():  # float32 would be inf
+            raise CheckpointError(f"{path}: {name} holds values beyond {MAX_WEIGHT:.1e}")
     # a running mean of squares: RMSProp would take its root
     if negative := [k for k in shapes if k.startswith("cache_") and (tensors[k] < 0).any()]:
         raise CheckpointError(f"{path}: {negative[0]} holds negative values")

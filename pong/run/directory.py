@@ -17,7 +17,16 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pong.core.model import zeros_like_weights
 from pong.run.board import EVENTS, Board
-from pong.run.checkpoint import FILENAME, OLD_FILENAME, Checkpoint, CheckpointError, load, save
+from pong.run.checkpoint import (
+    COUNTERS,
+    FILENAME,
+    MAX_RESUMED,
+    OLD_FILENAME,
+    Checkpoint,
+    CheckpointError,
+    load,
+    save,
+)
 from pong.run.config import Config, fresh_seed
 from pong.run.errors import RunFileError, UsageError, command, printable, writing
 from pong.run.files import Directory
@@ -158,6 +167,12 @@ class Run:
             saved = load(path)
         except CheckpointError as e:
             raise UsageError(f"--resume: {e}") from None
+        if full := [n for n in COUNTERS if getattr(saved, n) > MAX_RESUMED]:  # it would save
+            raise UsageError(  # a count no checkpoint holds: said now, not at its next resume
+                f"--resume: {path}: {full[0]} {getattr(saved, full[0]):,} is past the"
+                f" {MAX_RESUMED:,} a run resumes from; {command('--start-from', path)} trains"
+                " its weights in a new run"
+            )
         for name, given in flags.items():
             if given != getattr(saved.config, name):
                 raise UsageError(
@@ -167,6 +182,12 @@ class Run:
         run = cls(directory, saved.config, saved, checkpoint_every)
         run.stamp = stamp
         return run
+
+    @property
+    def kept(self) -> bool:
+        """Whether the directory holds this run's checkpoint: resumed from one, or saved since.
+        Known from what this run did, not the path, which someone may have moved away."""
+        return self.saved is not None or self.saved_at > 0
 
     def open(self) -> None:
         """Own the directory (an OS lock) before anything is written or Ray started; a

@@ -99,7 +99,7 @@ def farewell(
     if reached(trainer.running_reward, until_mean):
         return f"{line}; the running mean is above {until_mean:g}; checkpoint: {checkpoint}"
     goal = "" if until_mean is None else f" --until-mean={until_mean:g}"  # the same goal again
-    if not run.checkpoint_path.exists():
+    if not run.kept:
         return f"{line}; no update finished, so nothing was saved"
     cluster = joined(address) if ray.is_initialized() else address  # the same cluster again
     if in_ray_job():  # submitted as a job: continue it as one, with the same packages
@@ -121,7 +121,7 @@ def failed(prog: str, error: Exception, run: Run | None) -> int:
     if isinstance(error, ray.exceptions.RayError):  # its own processes died under the run
         line = f"Ray failed under the run: {type(error).__name__}: {first_line(error)}"
     if run is not None and run.training and not isinstance(error, UsageError):  # say what it kept
-        if run.checkpoint_path.exists():
+        if run.kept:
             where = printable(run.checkpoint_path)
             line += f"; the last finished update ({run.saved_at}) is saved in {where}"
         else:

@@ -349,3 +349,17 @@ def test_a_link_to_a_run_directory_is_followed_to_its_checkpoint(tmp_path) -> No
     save(tmp_path / "run" / FILENAME, make_checkpoint())
     (tmp_path / "latest").symlink_to(tmp_path / "run")
     assert load(tmp_path / "latest").iteration == 7
+
+
+@pytest.mark.parametrize("value", [1e308, -3.5e38])
+def test_a_weight_no_policy_file_can_hold_is_refused_on_load(tmp_path, value) -> None:
+    """Finite as float64, infinite as float32: an export would write a policy every reader
+    refuses, after NumPy's overflow warning."""
+    bad = make_checkpoint()
+    bad.weights["W1"][3, 5] = value
+    save(tmp_path / FILENAME, bad)
+    with pytest.raises(CheckpointError, match=r"W1 holds values beyond 3\.4e\+38"):
+        load(tmp_path)
+    bad.weights["W1"][3, 5] = float(np.finfo(np.float32).max)  # the largest it can hold
+    save(tmp_path / FILENAME, bad)
+    assert load(tmp_path).weights["W1"][3, 5] == np.finfo(np.float32).max

@@ -34,7 +34,7 @@ class StandInTrainer:
     def __init__(self, config: Config) -> None:
         self.config, self.model = config, Model(seed=0)
         self.iteration = self.episodes = self.steps = 0
-        self.running_reward = None
+        self.running_reward = self.best_running_reward = None
 
     def play(self) -> SimpleNamespace:
         """One made-up update of two games."""
@@ -106,6 +106,42 @@ def test_resume_keeps_the_run_s_settings_and_refuses_contradicting_flags(tmp_pat
         Run.resume(tmp_path, {"batch_size": 3}, checkpoint_every=10)
     with pytest.raises(UsageError, match="--resume: .*no such checkpoint file"):
         Run.resume(tmp_path / "nowhere", {}, checkpoint_every=10)
+
+
+@pytest.mark.parametrize("counter", ["iteration", "steps"])
+def test_a_run_with_no_room_to_count_on_is_refused_before_it_saves_one(tmp_path, counter) -> None:
+    """Resumed, it would save a count past what any checkpoint may hold, and then refuse it."""
+    trainer = StandInTrainer(Config(batch_size=2, seed=4))
+    setattr(trainer, counter, pong.run.checkpoint.MAX_COUNT)  # a count a checkpoint may hold
+    save(tmp_path / FILENAME, trainer.checkpoint())
+    assert getattr(load(tmp_path), counter) == 10**15  # readable: it plays, and exports
+    with pytest.raises(UsageError, match=f"--resume: .*: {counter} 1,000,000,000,000,000 is pas"):
+        Run.resume(tmp_path, {}, checkpoint_every=10)
+    setattr(trainer, counter, pong.run.checkpoint.MAX_RESUMED)
+    save(tmp_path / FILENAME, trainer.checkpoint())
+    assert getattr(Run.resume(tmp_path, {}, 10).saved, counter) == 10**14
+
+
+def test_a_run_moved_away_mid_run_still_says_what_it_saved(tmp_path) -> None:
+    """The open directory is written, wherever it went: a link put at its name changes
+    neither where the run writes nor what its last line says was kept."""
+    from pong.run import report
+
+    run = Run.start(tmp_path / "run", Config(batch_size=2, seed=4), checkpoint_every=10)
+    run.open()
+    trainer = StandInTrainer(run.config)
+    record(run, trainer)
+    (tmp_path / "run").rename(tmp_path / "moved")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "run").symlink_to(tmp_path / "elsewhere")
+    record(run, trainer)
+    run.close(trainer)
+    assert load(tmp_path / "moved").iteration == 2
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    done = report.farewell(run, trainer, first=0)
+    assert "nothing was saved" not in done and "(continue with: " in done, done
+    fresh = Run.start(tmp_path / "new", run.config, checkpoint_every=10)
+    assert "no update finished, so nothing was saved" in report.farewell(fresh, trainer, 0)
 
 
 def test_a_second_owner_of_a_run_directory_is_refused_naming_the_first(tmp_path) -> None:

@@ -349,8 +349,8 @@ def farewell_of(directory: Path) -> str:
     """``farewell`` for a saved run in ``directory``, stand-ins for the run and the trainer."""
     from types import SimpleNamespace
 
-    (directory / "checkpoint.safetensors").touch()
-    run = SimpleNamespace(directory=directory, checkpoint_path=directory / "checkpoint.safetensors")
+    path = directory / "checkpoint.safetensors"
+    run = SimpleNamespace(directory=directory, checkpoint_path=path, kept=True)
     trainer = SimpleNamespace(
         iteration=3, best_running_reward=-20.5, episodes=6, running_reward=-20.5
     )

@@ -18,6 +18,18 @@ def test_export_writes_a_policy_file_and_says_so(tmp_path, capsys) -> None:
     np.testing.assert_allclose(policy.weights["W1"], load(tmp_path).weights["W1"], rtol=6e-8)
 
 
+def test_a_checkpoint_beyond_float32_is_one_line_and_no_policy(tmp_path, capsys) -> None:
+    bad = make_checkpoint()
+    bad.weights["W2"][0] = 1e308  # finite here, inf as float32
+    save(tmp_path / FILENAME, bad)
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(tmp_path), str(tmp_path / "a.safetensors")])
+    err = capsys.readouterr().err.splitlines()
+    assert (exit_info.value.code, len(err)) == (2, 1)  # no overflow warning before it
+    assert "W2 holds values beyond 3.4e+38" in err[0]
+    assert not (tmp_path / "a.safetensors").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
