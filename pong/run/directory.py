@@ -228,6 +228,12 @@ class Run:
                 f"{self.directory} already holds a run; continue it with --resume {self.directory}"
                 " or choose another --run-dir"
             )
+        for name in (UPDATES, EPISODES):  # written from update 1 on: said now, before Ray
+            if (odd := _not_plain(self.dir.lstat(name))) is not None:
+                raise UsageError(
+                    f"{self.directory / name}: {odd}; refusing to write through it; choose"
+                    " another --run-dir"
+                )
         held = [name for name in (UPDATES, EPISODES) if _holds_rows(self.dir, name)]
         held += [f"TensorBoard events ({name})" for name in names if name.startswith(EVENTS)]
         if held:
@@ -308,11 +314,23 @@ class Run:
         self.lock = self.dir = None
 
 
+def _not_plain(info: os.stat_result | None) -> str | None:
+    """What a file in the way is, if it is not one regular file of one name (or nothing)."""
+    if info is None or (stat.S_ISREG(info.st_mode) and info.st_nlink == 1):
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return "a symbolic link"
+    return (
+        "a hard link to a file with other names"
+        if stat.S_ISREG(info.st_mode)
+        else ("not a regular file")
+    )
+
+
 def _holds_rows(directory: Directory, name: str) -> bool:
-    """Whether the metrics file ``name`` holds more than a header (anything but a file does)."""
-    info = directory.lstat(name)
-    if info is None or not stat.S_ISREG(info.st_mode):  # a FIFO is not read: it could block
-        return info is not None
+    """Whether the metrics file ``name`` holds more than a header."""
+    if directory.lstat(name) is None:
+        return False
     with directory.read(name) as f:
         return len(f.read(64 * 1024).splitlines()) > 1  # a header is one short line
 

@@ -167,6 +167,34 @@ def test_a_new_run_refuses_an_earlier_run_s_metrics_but_not_bare_headers(tmp_pat
         Run.start(tmp_path, Config(seed=1), checkpoint_every=10).open()
 
 
+@pytest.mark.parametrize(
+    ("plant", "what"),
+    [
+        (lambda path, other: path.symlink_to(other), "a symbolic link"),
+        (lambda path, other: path.symlink_to(other.parent / "nowhere"), "a symbolic link"),
+        (lambda path, other: os.link(other, path), "a hard link to a file with other names"),
+        (lambda path, other: os.mkfifo(path), "not a regular file"),
+        (lambda path, other: path.mkdir(), "not a regular file"),
+    ],
+    ids=["symlink", "dangling symlink", "hard link", "fifo", "directory"],
+)
+@pytest.mark.parametrize("name", ["updates.csv", "episodes.csv"])
+def test_a_link_at_a_metrics_name_is_refused_as_what_it_is_when_the_run_opens(
+    tmp_path, name, plant, what
+) -> None:
+    """Said when the run opens, before Ray starts: not after update 1, with a checkpoint and
+    no rows."""
+    other = tmp_path / "someone-elses.csv"
+    other.write_text("theirs\n")
+    (tmp_path / "run").mkdir()
+    plant(tmp_path / "run" / name, other)
+    run = Run.start(tmp_path / "run", Config(seed=1), checkpoint_every=10)
+    with pytest.raises(UsageError, match=f"run/{name}: {what}; refusing to write through it"):
+        run.open()
+    run.close()
+    assert other.read_text() == "theirs\n"
+
+
 def test_resuming_from_a_copy_of_a_checkpoint_is_refused_as_it_would_rewind(tmp_path) -> None:
     save(tmp_path / "old.safetensors", StandInTrainer(Config(seed=4)).checkpoint())
     with pytest.raises(
