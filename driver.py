@@ -153,7 +153,11 @@ def train(run: Run, options: Options, stops: Stops, address: str | None = None) 
         stops.ending = True  # the last save: a stop from here on is only counted
         run.close(trainer)
         if trainer is not None:
-            print(farewell(run, trainer, first, address, options.until_mean, __file__), flush=True)
+            done = farewell(run, trainer, first, address, options.until_mean, __file__)
+            if sys.exc_info()[0] is KeyboardInterrupt:  # printed last, after Ray's own lines
+                stops.last_line = done
+            else:
+                print(done, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -194,7 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         stops.ending = True
-        return interrupted(PROG, stops.received)
+        code = interrupted(PROG, stops.received)
+        ray.shutdown()  # its workers' last lines, if any, come before the resume hint
+        if stops.last_line is not None:
+            print(stops.last_line, flush=True)
+        return code
     finally:
         stops.ending = True  # a stop from here on is only counted
         ray.shutdown()  # ends a local Ray's processes; a no-op when Ray never started

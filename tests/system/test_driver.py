@@ -274,7 +274,6 @@ def test_bad_resume_is_one_line_and_writes_nothing(argv, message, tmp_path, caps
 
 
 @pytest.mark.ray
-@pytest.mark.ale
 @pytest.mark.parametrize(
     ("sig", "code", "times"),
     [(signal.SIGINT, 130, 1), (signal.SIGTERM, 143, 1), (signal.SIGINT, 130, 20)],
@@ -287,6 +286,7 @@ def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, times, tmp_path)
             [
                 sys.executable,
                 "driver.py",
+                "--env=PongToy/Catch-v0",
                 "--batch-size=1",
                 "--seed=0",
                 "--num-cpus=1",
@@ -296,26 +296,27 @@ def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, times, tmp_path)
             cwd=ROOT,
             env=_local_env(),
             stdout=stdout,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.STDOUT,  # one stream: the resume hint must be its last line
             text=True,
         )
         try:
             deadline = time.monotonic() + 120
             while "Batch 1 " not in out.read_text() and time.monotonic() < deadline:
-                assert proc.poll() is None, proc.stderr.read()
+                assert proc.poll() is None, out.read_text()
                 time.sleep(0.2)
             for _ in range(times):  # an impatient user: Ctrl-C again and again
                 proc.send_signal(sig)
                 time.sleep(0.05)
-            _, err = proc.communicate(timeout=60)
+            proc.wait(timeout=60)
         finally:
             proc.kill()
+    lines = out.read_text().splitlines()
     assert proc.returncode == code
-    assert f"Interrupted by {sig.name}; shutting down Ray." in err
-    assert "Traceback" not in err
-    printed = [BATCH_LINE.match(line) for line in out.read_text().splitlines()]
+    assert f"Interrupted by {sig.name}; shutting down Ray." in lines
+    assert "Traceback" not in out.read_text()
+    printed = [BATCH_LINE.match(line) for line in lines]
     done = max(int(m[1]) for m in printed if m)
-    assert out.read_text().splitlines()[-1].startswith("Done: ")
+    assert lines[-1].startswith("Done: ") and f" --resume {run})" in lines[-1], lines[-3:]
     saved = load(run)  # saved on the way out, though 1000 updates were not reached
     assert saved.iteration == done and saved.episodes == done
     assert len(_csv(run / "updates.csv")) == done
