@@ -188,3 +188,23 @@ def test_a_long_run_is_drawn_in_memory_that_does_not_grow_with_it(tmp_path) -> N
         tracemalloc.stop()
     # The drawing's memory, about 3 MiB; reading the rows as dicts of str took 30 here.
     assert peak < 8 * 2**20, f"{peak / 2**20:.1f} MiB"
+
+
+def test_what_plot_writes_by_default_beside_the_shipped_results_leaves_git_clean(tmp_path) -> None:
+    """``pong.plot results/pong-v5`` (and its ``--weights``, and the README's ``runs.png``) write
+    beside tracked files; git must not show them as the user's changes."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    shipped = root / "results" / "pong-v5"
+    copy = shutil.copytree(shipped, tmp_path / "pong-v5")
+    written = [plot.plot_run(copy), plot.plot_weights(copy / "policy.safetensors")]
+    paths = [str(shipped / p.relative_to(copy)) for p in written] + [str(root / "runs.png")]
+    ignored = subprocess.run(
+        ["git", "check-ignore", *paths], cwd=root, capture_output=True, text=True
+    ).stdout.splitlines()
+    assert sorted(ignored) == sorted(paths)
