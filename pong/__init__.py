@@ -10,8 +10,9 @@ Four parts, each a subpackage:
 - ``pong.run``: a run's settings, directory, checkpoint, metrics and printed lines.
 - ``pong.tools``: watching, exporting, plotting and comparing what runs made.
 
-``import pong`` imports none of them (nor Ray); ``from pong import Model`` and
-the other names above load the part they come from.
+``import pong`` loads this file and ``pong/core/__init__.py``, which lists the
+algorithm's names; no module of the four parts, and not Ray. ``from pong import
+Model`` (or any name above) loads the one module it comes from.
 """
 
 from __future__ import annotations

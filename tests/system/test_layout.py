@@ -66,6 +66,12 @@ def loads_ray(code: str) -> bool:
     return done.stdout.splitlines()[-1] == "True"
 
 
+def test_import_pong_loads_what_its_docstring_says() -> None:
+    code = "import sys, pong; print(sorted(m for m in sys.modules if m.startswith('pong')))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.stdout.split() == ["['pong',", "'pong.core']"], done.stderr
+
+
 def test_import_pong_and_the_model_load_no_ray() -> None:
     assert not loads_ray("import pong, pong.core, pong.envs, pong.run, pong.tools")
     assert not loads_ray("from pong import Model, preprocess, process_rewards, rollout")
