@@ -94,8 +94,7 @@ class RolloutWorker:
         return Result(grad, float(episode.epr.sum()), len(episode.epr), note, self.node)
 
     def describe(self) -> dict[str, object]:
-        """Where this worker runs (node id, host name, pid), whether Ray restarted it, and
-        its thread variables."""
+        """Where this worker runs (node id, host name, pid), and whether Ray restarted it."""
         with warnings.catch_warnings():  # Ray's property calls a deprecated API of its own
             warnings.simplefilter("ignore", DeprecationWarning)
             restarted = ray.get_runtime_context().was_current_actor_reconstructed
@@ -104,7 +103,6 @@ class RolloutWorker:
             "restarted": restarted,
             "hostname": socket.gethostname(),
             "pid": os.getpid(),
-            "thread_env": {k: os.environ.get(k) for k in THREAD_ENV_VARS},
         }
 
 

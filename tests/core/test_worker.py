@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 import ray
 
 from pong.core.model import D, H, Model
-from pong.core.worker import THREAD_ENV_VARS, RolloutWorker, game_seed
+from pong.core.worker import RolloutWorker, game_seed
 from pong.envs.make import env_maker
 
 pytestmark = [pytest.mark.ray, pytest.mark.ale]
@@ -32,7 +34,39 @@ def test_a_game_is_its_seed_s_whichever_worker_plays_it_after_whatever(local_ray
         np.testing.assert_array_equal(ra.grad.dense()[k], rb.grad.dense()[k])
 
 
-def test_workers_run_numpy_single_threaded_in_their_own_process(local_ray) -> None:
-    info = ray.get(RolloutWorker.remote(PONG).describe.remote())
+def pools_into(path: Path):
+    """An env function that writes the BLAS thread pools of the process it runs in (the
+    worker's, NumPy long loaded) to ``path``, then makes the toy."""
+
+    def make():
+        from threadpoolctl import threadpool_info
+
+        path.write_text(json.dumps(threadpool_info()))
+        return env_maker("PongToy/Catch-v0")()
+
+    return make
+
+
+def test_workers_run_numpy_s_blas_single_threaded_in_their_own_process(local_ray, tmp_path):
+    """The pool itself, as threadpoolctl reads it: set after NumPy loaded its BLAS (the 2016
+    program's way), the variables would be there and the pool as large as ever. A process
+    told 2 threads shows 2, so the check sees what the variables do."""
+    info = ray.get(RolloutWorker.remote(pools_into(tmp_path / "pools.json")).describe.remote())
     assert info["pid"] != os.getpid()
-    assert info["thread_env"] == THREAD_ENV_VARS
+    pools = json.loads((tmp_path / "pools.json").read_text())
+    assert blas_threads(pools) == [1], pools
+    two = {"env_vars": {"OPENBLAS_NUM_THREADS": "2"}}  # as a user's shell might say
+    assert blas_threads(ray.get(blas_pools.options(runtime_env=two).remote())) == [2]
+
+
+def blas_threads(pools: list[dict]) -> list[int]:
+    return [p["num_threads"] for p in pools if p["user_api"] == "blas"]
+
+
+@ray.remote(num_cpus=0)
+def blas_pools() -> list[dict]:
+    """threadpoolctl's view of this process's pools, NumPy loaded."""
+    import numpy  # noqa: F401  (its BLAS, with the pool the environment asked for)
+    from threadpoolctl import threadpool_info
+
+    return threadpool_info()
