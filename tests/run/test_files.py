@@ -120,8 +120,7 @@ def test_a_link_planted_at_a_file_a_run_appends_to_is_one_line(tmp_path, victim,
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / name).symlink_to(victim)
-    new = "already holds a run's" if name != LOCK else "symbolic link; refusing to write through"
-    with pytest.raises(PongError, match=new):
+    with pytest.raises(PongError, match="symbolic link; refusing to write through"):
         Run.start(run_dir, make_checkpoint().config, 10).open()
     save(run_dir / FILENAME, make_checkpoint())
     run = Run.resume(run_dir, {}, checkpoint_every=10)
