@@ -42,13 +42,13 @@ from pong.core.schedule import WorkerError
 from pong.core.train import NonFiniteError, Trainer
 from pong.envs.make import check_env
 from pong.run.cluster import ClusterError, cluster_summary, connect, resolve_address
-from pong.run.config import Config, Options, Watch, add_flags, fill, given, hyperparameters
+from pong.run.config import Config, Evaluation, Options, add_flags, fill, given, hyperparameters
 from pong.run.directory import Run
 from pong.run.errors import PongError, UsageError, output_closed
 from pong.run.report import announce, batch_line, failed, farewell, interrupted, reached, started
 from pong.run.stops import Stops
 from pong.tools import snapshot
-from pong.tools.evaluate import watch
+from pong.tools.evaluate import evaluate
 
 PROG = "driver.py"
 
@@ -59,13 +59,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The flags: one for each field of ``Config``, ``Options`` and ``Watch``."""
+    """The flags: one for each field of ``Config``, ``Options`` and ``Evaluation``."""
     parser = _Parser(
         prog=PROG, description="Train Karpathy's policy-gradient Pong with Ray actors."
     )
     add_flags(parser.add_argument_group("the run's settings (a resumed run keeps its own)"), Config)
     add_flags(parser.add_argument_group("this invocation"), Options)
-    add_flags(parser.add_argument_group("watching a trained agent (no training, no Ray)"), Watch)
+    add_flags(
+        parser.add_argument_group("watching a trained agent (no training, no Ray)"), Evaluation
+    )
     args = parser.parse_args(argv)
     if args.evaluate is None and (args.episodes is not None or args.record is not None):
         parser.error("argument --episodes/--record: only with --evaluate CHECKPOINT")
@@ -167,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stops.install()  # the first SIGINT/SIGTERM stops; later ones wait for the save
     try:
         if args.evaluate is not None:
-            watch(fill(args, Watch), args.env, args.seed)
+            evaluate(fill(args, Evaluation), args.env, args.seed)
             return 0
         check_text(sys.argv if argv is None else argv)
         address = resolve_address(args.address)
@@ -177,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             run.open()
         try:
             connect(address, args.num_cpus)
-            if run.dir is None:  # so a Ray that ends this process as it starts leaves none
+            if run.opened is None:  # so a Ray that ends this process as it starts leaves none
                 run.open()
             announce(run, options, cluster_summary(address))
             train(run, options, stops, address)

@@ -24,7 +24,7 @@ import numpy as np
 import ray
 
 from pong.core.model import Model, zeros_like_weights
-from pong.core.rollout import episode_gradient_dense, rollout_dense
+from pong.core.reference import episode_gradient_dense, rollout_dense
 from pong.core.worker import Result, game_randomness, game_seed
 from pong.envs.make import env_maker
 

@@ -31,8 +31,8 @@ def main() -> None:
     args = parser.parse_args()
 
     ways = {
-        "ale-py's reset(seed=s)": (make_env(DEFAULT_ENV).env, True),  # under our wrapper
-        "SeededReset (ours)": (make_env(DEFAULT_ENV), True),
+        "ale-py's reset(seed=s)": (make_env(DEFAULT_ENV).env.env, True),  # under our wrappers
+        "SeededReset (ours)": (make_env(DEFAULT_ENV).env, True),  # under FastFrames
         "reset() without a seed": (make_env(DEFAULT_ENV), False),
     }
     for env, _ in ways.values():

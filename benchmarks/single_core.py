@@ -29,12 +29,8 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.common import ale_episode, emulator_episode, machine, table  # noqa: E402
 from pong.core.model import Model  # noqa: E402
-from pong.core.rollout import (  # noqa: E402
-    episode_gradient,
-    episode_gradient_dense,
-    rollout,
-    rollout_dense,
-)
+from pong.core.reference import episode_gradient_dense, rollout_dense  # noqa: E402
+from pong.core.rollout import episode_gradient, rollout  # noqa: E402
 from pong.envs.make import make_env  # noqa: E402
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import ray
 
-from pong.core.schedule import Games
+from pong.core.schedule import Dealer
 from pong.core.train import Trainer
 from pong.run.config import Config
 
@@ -113,9 +113,9 @@ TOY = Config(batch_size=1, env="PongToy/Catch-v0", seed=0)
 def release(trainer: Trainer) -> None:
     """End ``trainer``'s workers, and wait until Ray says each is dead: each holds a CPU
     (stand-ins too), which a later trainer's workers may be waiting for."""
-    for actor in trainer.games.actors:
+    for actor in trainer.dealer.actors:
         ray.kill(actor)
-    for actor in trainer.games.actors:
+    for actor in trainer.dealer.actors:
         with contextlib.suppress(ray.exceptions.RayActorError):
             ray.get(actor.describe.remote(), timeout=30)
 
@@ -123,7 +123,7 @@ def release(trainer: Trainer) -> None:
 def with_workers(trainer: Trainer, workers: list) -> Trainer:
     """``trainer`` with its RolloutWorkers swapped for stand-ins."""
     release(trainer)
-    trainer.games = Games(workers, trainer.seed, expect=len(workers))
+    trainer.dealer = Dealer(workers, trainer.seed, expect=len(workers))
     return trainer
 
 

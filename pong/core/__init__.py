@@ -2,14 +2,17 @@
 
 Read in this order, the order the data flows:
 
-- ``preprocess``: an RGB frame -> the 6400 inputs (``frames``: the same pixels,
-  read straight from the emulator, as training does).
+- ``preprocess``: an RGB frame -> the 6400 inputs, and a game's frames as the
+  pixels that changed each step.
 - ``model``: the two-layer policy network, its gradient and RMSProp.
 - ``rewards``: discounted returns, reset at each point.
 - ``rollout``: one game played and stored, and its gradient.
 - ``worker``: ``RolloutWorker``, the Ray actor that plays games.
 - ``schedule`` and ``train``: one update, as Ray's example has it; ``state``: what
   a checkpoint holds.
+
+``reference`` keeps the 2016 program's dense formulas, which the tests prove
+the fast path equal to; training never calls it.
 
 It imports nothing else of ours: it takes plain hyperparameters and a function
 that makes an env, and gives back plain state.
@@ -18,18 +21,6 @@ that makes an env, and gives back plain state.
 from __future__ import annotations
 
 import importlib
-
-__all__ = [
-    "Model",
-    "RolloutWorker",
-    "State",
-    "Trainer",
-    "episode_gradient",
-    "preprocess",
-    "process_rewards",
-    "rollout",
-    "rollout_dense",
-]
 
 _HOMES = {  # where each name lives; the actor and the trainer bring Ray with them
     "Model": "model",
@@ -40,8 +31,8 @@ _HOMES = {  # where each name lives; the actor and the trainer bring Ray with th
     "preprocess": "preprocess",
     "process_rewards": "rewards",
     "rollout": "rollout",
-    "rollout_dense": "rollout",
 }
+__all__ = sorted(_HOMES)
 
 
 def __getattr__(name: str) -> object:

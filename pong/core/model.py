@@ -10,11 +10,11 @@ Vocabulary, kept from Karpathy's 2016 program so the two read side by side:
 - ``learning_rate``, ``decay_rate``: the RMSProp step size and cache decay
   (their defaults are in ``pong.run.config.Config``).
 
-Two ways to compute the same numbers. The dense methods (``policy_forward``,
-``policy_backward``) are the 2016 formulas, kept as the reference. The sparse
-ones are what training runs: a difference frame has ~30 non-zero entries of
-6400, each -1 or +1, so ``W1 @ x`` only needs those ~30 columns of ``W1``, and
-an episode is stored as (step offsets, pixel indices, +-1 values) instead of a
+The 2016 formulas (``policy_forward``, ``policy_backward``) are dense, over all
+6400 inputs; ``pong.core.reference`` keeps them, and the tests compare. These are
+sparse, with the same numbers up to rounding: a difference frame has ~30 non-zero
+entries of 6400, each -1 or +1, so ``W1 @ x`` only needs those ~30 columns of
+``W1``, and an episode is stored as (step offsets, pixel indices, +-1 values) instead of a
 (T, D) float64 matrix. ``W1`` is kept in column-major (Fortran) order so that
 those columns are contiguous in memory.
 """
@@ -81,12 +81,6 @@ class SparseGrad(NamedTuple):
         grad_buffer["W1"][:, self.columns] += self.W1_columns
         grad_buffer["W2"] += self.W2
 
-    def dense(self) -> dict[str, np.ndarray]:
-        """``{"W1": (H, D), "W2": (H,)}``, as ``Model.policy_backward`` returns it."""
-        W1 = np.zeros((H, D), order="F")
-        W1[:, self.columns] = self.W1_columns
-        return {"W1": W1, "W2": self.W2.copy()}
-
     def is_finite(self) -> bool:
         """True when no entry is NaN or infinite."""
         return bool(np.isfinite(self.W1_columns).all() and np.isfinite(self.W2).all())
@@ -104,7 +98,7 @@ class Model:
         >>> model = Model(seed=0)
         >>> model.weights["W1"].shape, model.weights["W2"].shape
         ((200, 6400), (200,))
-        >>> aprob, h = model.policy_forward(np.zeros(D))
+        >>> aprob, h = model.policy_forward_sparse(np.array([], dtype=int), np.array([]))
         >>> float(aprob), h.shape
         (0.5, (200,))
     """
@@ -124,51 +118,16 @@ class Model:
         model.weights = {"W1": np.asfortranarray(weights["W1"]), "W2": np.asarray(weights["W2"])}
         return model
 
-    def policy_forward(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """Forward pass for one input.
-
-        Args:
-            x: (D,) float difference frame.
-
-        Returns:
-            ``(aprob, h)``: the probability of action 2 and the (H,) hidden state.
-        """
-        h = self.weights["W1"] @ x  # (H,)
-        h[h < 0] = 0  # ReLU
-        logp = float(self.weights["W2"] @ h)  # the logit of P(action 2)
-        return sigmoid(logp), h
-
-    def policy_backward(
-        self, eph: np.ndarray, epx: np.ndarray, epdlogp: np.ndarray
-    ) -> dict[str, np.ndarray]:
-        """Backward pass for one episode, dense (the formula of the 2016 program).
-
-        Args:
-            eph: (T, H) hidden states.
-            epx: (T, D) inputs.
-            epdlogp: (T,) or (T, 1) gradients of log P(action taken) w.r.t. the
-                logit, already scaled by the advantage.
-
-        Returns:
-            ``{"W1": (H, D), "W2": (H,)}``: the gradient of
-            ``sum_t epdlogp[t] * logit_t`` (policy-gradient ascent direction).
-        """
-        epdlogp = np.asarray(epdlogp).ravel()  # (T,)
-        dW2 = eph.T @ epdlogp  # (H,)
-        dh = np.outer(epdlogp, self.weights["W2"])  # (T, H)
-        dh[eph <= 0] = 0  # backprop through the ReLU
-        dW1 = dh.T @ epx  # (H, D)
-        return {"W1": dW1, "W2": dW2}
-
     def policy_forward_sparse(self, idx: np.ndarray, val: np.ndarray) -> tuple[float, np.ndarray]:
-        """``policy_forward`` for an input given by its non-zero entries.
+        """The 2016 ``policy_forward`` for an input given by its non-zero entries.
 
         Args:
             idx: (K,) indices of the non-zero inputs (distinct).
             val: (K,) float64 values at those indices.
 
         Returns:
-            ``(aprob, h)``, equal to ``policy_forward(x)`` up to rounding.
+            ``(aprob, h)``: the probability of action 2 and the (H,) hidden state, equal
+            to the dense ``policy_forward(x)`` up to rounding.
         """
         h = self.weights["W1"][:, idx] @ val  # (H,): only the K columns that matter
         h[h < 0] = 0  # ReLU
@@ -182,7 +141,7 @@ class Model:
         active: np.ndarray,
         epdlogp: np.ndarray,
     ) -> SparseGrad:
-        """``policy_backward`` for an episode stored sparsely; never builds (T, D).
+        """The 2016 ``policy_backward`` for an episode stored sparsely; never builds (T, D).
 
         Step ``t``'s input has the values ``values[offsets[t]:offsets[t+1]]`` at
         ``indices[offsets[t]:offsets[t+1]]``. Instead of the hidden states
@@ -199,7 +158,7 @@ class Model:
 
         Takes ``offsets`` (T + 1,) from 0, ``indices`` and ``values`` (N,) (-1 or +1),
         ``active`` (T, 25) uint8 (``np.packbits(h > 0)`` per step) and ``epdlogp`` (T,);
-        returns a gradient whose ``.dense()`` is ``policy_backward``'s up to rounding.
+        returns the gradient of ``sum_t epdlogp[t] * logit_t``, as the dense one up to rounding.
         """
         W1, W2 = self.weights["W1"], self.weights["W2"]
         epdlogp = np.asarray(epdlogp, dtype=np.float64).ravel()

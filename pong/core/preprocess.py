@@ -1,10 +1,22 @@
-"""Preprocessing: one 210 x 160 x 3 RGB Pong frame -> 6400 inputs of 0 or 1."""
+"""Preprocessing: one 210 x 160 x 3 RGB Pong frame -> 6400 inputs of 0 or 1, and
+a game's frames as what the policy sees: how each step changed them.
+
+``GymFrames`` steps an env and gives, each step, the pixels whose 0 or 1 changed
+(an object arrived or left): the non-zero entries of the 2016 program's
+difference frame ``preprocess(now) - preprocess(before)``, without the 6400-float
+vectors. ``frames_of(env)`` takes the env's own faster reader of the same frames
+where it offers one (``pong.envs`` gives Atari Pong one: ``env.fast_frames()``).
+"""
 
 from __future__ import annotations
 
+from typing import Protocol
+
+import gymnasium as gym
 import numpy as np
 
-__all__ = ["BACKGROUND", "FIELD", "binarize", "is_object", "preprocess"]
+__all__ = ["BACKGROUND", "FIELD", "Frames", "GymFrames", "binarize", "frames_of", "is_object"]
+__all__ += ["preprocess"]
 
 BACKGROUND = (144, 109)  # red-channel values of Pong's two background colours
 # Rows 35..194 (the playing field, without the score), every second row and column.
@@ -54,3 +66,59 @@ def preprocess(frame: np.ndarray) -> np.ndarray:
         ((6400,), 1.0, 1.0)
     """
     return binarize(frame).astype(np.float64)
+
+
+class Frames(Protocol):
+    """What a rollout reads a game through: ``GymFrames``, or an env's faster equal."""
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        """Start a game; its first frame, binarized: (D,) bool."""
+
+    def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
+        """``(changed, arrived, reward, done)`` for one action: see ``GymFrames.step``."""
+
+
+class GymFrames:
+    """Steps ``env`` through Gymnasium and binarizes each observation: any env, any wrapper.
+
+    Example:
+        >>> from pong.envs.make import make_env
+        >>> frames = GymFrames(make_env("PongToy/Catch-v0"))
+        >>> first = frames.reset(seed=0)
+        >>> first.shape, first.dtype
+        ((6400,), dtype('bool'))
+        >>> changed, arrived, reward, done = frames.step(0)
+        >>> bool((frames.frame[changed] == arrived).all() and (first[changed] != arrived).all())
+        True
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        self.env = env
+        self.frame = np.zeros(0, dtype=bool)  # the last frame, binarized
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        """Start a game; its first frame, binarized: (D,) bool."""
+        observation, _ = self.env.reset(seed=seed)
+        self.frame = binarize(observation)
+        return self.frame
+
+    def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
+        """``(changed, arrived, reward, done)`` for one action.
+
+        ``changed``: (K,) sorted indices of the pixels whose boolean changed since
+        the last frame; ``arrived``: (K,) bool, their new values (True: an object
+        arrived there, False: it left); ``done``: whether the game ended.
+        """
+        observation, reward, terminated, truncated, _ = self.env.step(action)
+        frame = binarize(observation)
+        changed = np.flatnonzero(frame != self.frame)
+        self.frame = frame
+        return changed, frame[changed], float(reward), bool(terminated or truncated)
+
+
+def frames_of(env: gym.Env) -> Frames:
+    """``env.fast_frames()``, where ``env`` offers a faster reader of the same frames; else
+    ``GymFrames(env)``. A wrapper put around such an env hides it: what the wrapper
+    sees (a recorder, say) is then what is read."""
+    fast = getattr(env, "fast_frames", None)
+    return fast() if callable(fast) else GymFrames(env)

@@ -1,9 +1,8 @@
 """Playing one episode with the policy, and turning it into a gradient.
 
-``rollout`` (used for training) stores an episode sparsely, about 127 bytes a
-step; ``rollout_dense`` is the 2016 program's way, about 53 KB a step, kept as the
-reference that tests compare against. Given the same weights, env seed and
-random draws, both play the same game.
+``rollout`` stores an episode sparsely, about 127 bytes a step, where the 2016
+program stored about 53 KB (``pong.core.reference.rollout_dense``, which plays
+the same game from the same weights, env seed and random draws).
 """
 
 from __future__ import annotations
@@ -14,42 +13,15 @@ from typing import NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from pong.core.frames import frames_for
-from pong.core.model import D, H, Model, SparseGrad
-from pong.core.preprocess import preprocess
+from pong.core.model import H, Model, SparseGrad
+from pong.core.preprocess import frames_of
 from pong.core.rewards import advantages, gamma
 
-__all__ = [
-    "DOWN",
-    "UP",
-    "Episode",
-    "SparseEpisode",
-    "episode_gradient",
-    "episode_gradient_dense",
-    "rollout",
-    "rollout_dense",
-]
+__all__ = ["DOWN", "UP", "SparseEpisode", "episode_gradient", "rollout"]
 
 
 ACTIVE_BYTES = (H + 7) // 8  # one step's ReLU pattern: H bits
 UP, DOWN = 2, 3  # ALE's "RIGHT" and "LEFT": the paddle moves up and down
-
-
-class Episode(NamedTuple):
-    """One game, step by step (T steps).
-
-    Attributes:
-        epx: (T, D) float64 policy inputs (difference frames).
-        eph: (T, H) float64 hidden states.
-        epdlogp: (T,) float64 ``y - aprob``, the gradient of log P(action taken)
-            w.r.t. the logit ("fake label" y = 1 for action 2, else 0).
-        epr: (T,) float64 reward returned by each step.
-    """
-
-    epx: np.ndarray
-    eph: np.ndarray
-    epdlogp: np.ndarray
-    epr: np.ndarray
 
 
 class SparseEpisode(NamedTuple):
@@ -65,7 +37,8 @@ class SparseEpisode(NamedTuple):
         active: (T, 25) uint8, which of the H hidden units were positive at each
             step, as bits (``np.packbits(h > 0)``): all the backward pass needs
             of the hidden states.
-        epdlogp: (T,) float64, as in ``Episode``.
+        epdlogp: (T,) float64 ``y - aprob``, the gradient of log P(action taken)
+            w.r.t. the logit ("fake label" y = 1 for action 2, else 0).
         epr: (T,) float64 rewards.
     """
 
@@ -81,13 +54,6 @@ class SparseEpisode(NamedTuple):
         """Bytes of episode data held."""
         return sum(a.nbytes for a in self)
 
-    def dense_inputs(self) -> np.ndarray:
-        """The (T, D) float64 ``epx`` of the dense representation (for tests)."""
-        epx = np.zeros((len(self.epr), D))
-        rows = np.repeat(np.arange(len(self.epr)), np.diff(self.offsets))
-        epx[rows, self.indices] = self.values
-        return epx
-
 
 def rollout(
     model: Model, env: gym.Env, rng: np.random.Generator, seed: int | None = None
@@ -95,10 +61,9 @@ def rollout(
     """Play one game with ``model`` (until terminated or truncated); store it sparsely.
 
     ``rng`` draws one ``rng.random()`` per step for the action; ``seed`` goes
-    to ``env.reset`` (``None`` continues the env's own stream). Returns the
-    same game ``rollout_dense`` plays from the same state.
+    to ``env.reset`` (``None`` continues the env's own stream).
     """
-    frames = frames_for(env)  # on Atari: read straight from the emulator, same frames
+    frames = frames_of(env)  # from make_env's Atari: read straight from the emulator
     frames.reset(seed=seed)
     # The policy sees the difference of consecutive frames: none at the first step.
     idx, arrived = np.empty(0, np.intp), np.empty(0, bool)
@@ -131,36 +96,6 @@ def rollout(
     )
 
 
-def rollout_dense(
-    model: Model, env: gym.Env, rng: np.random.Generator, seed: int | None = None
-) -> Episode:
-    """``rollout`` as the 2016 program did it, storing dense inputs and hidden states.
-
-    Same arguments as ``rollout``; returns the ``Episode`` (about 53 KB a step).
-    """
-    observation, _ = env.reset(seed=seed)
-    prev_x = None  # the policy sees the difference of consecutive frames
-    xs, hs, dlogps, drs = [], [], [], []
-    done = False
-    while not done:
-        cur_x = preprocess(observation)
-        x = cur_x - prev_x if prev_x is not None else np.zeros(D)
-        prev_x = cur_x
-
-        aprob, h = model.policy_forward(x)
-        action = UP if rng.random() < aprob else DOWN
-
-        xs.append(x)
-        hs.append(h)
-        y = 1.0 if action == UP else 0.0  # the "fake label": pretend the sampled action was right
-        dlogps.append(y - aprob)  # its log-likelihood gradient w.r.t. the logit
-
-        observation, reward, terminated, truncated, _ = env.step(action)
-        drs.append(float(reward))
-        done = terminated or truncated
-    return Episode(np.vstack(xs), np.vstack(hs), np.array(dlogps), np.array(drs))
-
-
 def episode_gradient(
     model: Model, episode: SparseEpisode, gamma: float = gamma
 ) -> tuple[SparseGrad, str | None]:
@@ -176,16 +111,3 @@ def episode_gradient(
         episode.offsets, episode.indices, episode.values, episode.active, epdlogp
     )
     return grad, note
-
-
-def episode_gradient_dense(
-    model: Model, episode: Episode, gamma: float = gamma
-) -> tuple[dict[str, np.ndarray], str | None]:
-    """``episode_gradient`` for a dense ``Episode``, through ``Model.policy_backward``.
-
-    Returns:
-        ``({"W1": (H, D), "W2": (H,)}, note)``.
-    """
-    adv, note = advantages(episode.epr, gamma)
-    epdlogp = episode.epdlogp * adv
-    return model.policy_backward(episode.eph, episode.epx, epdlogp), note

@@ -23,7 +23,7 @@ import ray
 
 from pong.core.worker import MAX_RESTARTS, Result, game_seed
 
-__all__ = ["Games", "WorkerError"]
+__all__ = ["Dealer", "WorkerError"]
 
 START_WAIT_S = 30.0  # at most, for the workers the cluster's CPUs can hold to start
 DESCRIBE_RETRIES = 30  # a worker unreachable this many times in a row while starting is dropped
@@ -35,14 +35,14 @@ class WorkerError(RuntimeError):
     """Every worker is gone for good: Ray's restarts of each are used up."""
 
 
-class Games:
+class Dealer:
     """An update's games dealt to ``actors`` as each is up and free; where they ran.
 
     Args:
         actors: the ``RolloutWorker`` handles (started or still waiting for a CPU).
         seed: the run's seed, from which every game's seed derives.
         expect: how many of ``actors`` can start at once (the cluster's CPUs): creating
-            ``Games`` waits up to ``START_WAIT_S`` for them; the rest join when Ray
+            ``Dealer`` waits up to ``START_WAIT_S`` for them; the rest join when Ray
             places them.
     """
 

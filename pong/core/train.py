@@ -9,7 +9,7 @@ games finish in, makes a seed's run the same bytes with any number of workers
 or nodes and across a resume: floating-point sums depend on their order. Each
 worker holds one CPU; by default there are as many as the cluster has CPUs, at
 most the batch size. Which game goes where, and workers that come and go with
-the cluster, are ``pong.core.schedule.Games``'s business.
+the cluster, are ``pong.core.schedule.Dealer``'s business.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 import ray
 
 from pong.core.model import Model, zeros_like_weights
-from pong.core.schedule import Games
+from pong.core.schedule import Dealer
 from pong.core.state import State
 from pong.core.worker import WORKER_MEMORY, Result, RolloutWorker
 
@@ -69,10 +69,11 @@ class Update:
         """
         self.held[game] = result
         while self.rollouts in self.held:  # the next game in order is in
-            self._count(self.rollouts, self.held.pop(self.rollouts), grad_buffer)
+            self._add_next(self.held.pop(self.rollouts), grad_buffer)
 
-    def _count(self, game: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
-        """Game ``game``'s gradient into ``grad_buffer``, its score into the running mean."""
+    def _add_next(self, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
+        """The next game's gradient into ``grad_buffer``, its score into the running mean."""
+        game = self.rollouts
         if result.note:
             self.messages.append(f"note: {result.note}")
         if result.grad.is_finite():
@@ -149,7 +150,7 @@ class Trainer:
         grouped = ray.util.get_current_placement_group() is not None
         worker = RolloutWorker if grouped else RolloutWorker.options(scheduling_strategy="SPREAD")
         actors = [worker.remote(make_env) for _ in range(workers)]
-        self.games = Games(actors, seed, expect=min(workers, cpus))  # waits for those
+        self.dealer = Dealer(actors, seed, expect=min(workers, cpus))  # waits for those
 
     def step(self) -> Update:
         """One update: play a game per worker (``play``), then RMSProp (``apply``)."""
@@ -163,22 +164,22 @@ class Trainer:
         for g in self.grad_buffer.values():
             g.fill(0)  # here, not after the update: a stopped update leaves a partial sum
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
-        self.games.start(update.iteration, self.batch_size, model_ref)  # a game to each worker
-        while self.games.playing():
-            [ready], _ = ray.wait(list(self.games.calls))  # a game is done, or a worker is up
-            game, result = self.games.take(ready)  # None: a worker came up, or a game was lost
+        self.dealer.start(update.iteration, self.batch_size, model_ref)  # a game to each worker
+        while self.dealer.playing():
+            [ready], _ = ray.wait(list(self.dealer.calls))  # a game is done, or a worker is up
+            game, result = self.dealer.take(ready)  # None: a worker came up, or a game was lost
             if result is not None:
                 update.add(game, result, self.grad_buffer)
-            self.games.deal()  # the next games to the workers free now, while any are left
+            self.dealer.deal()  # the next games to the workers free now, while any are left
         return update
 
     def apply(self, update: Update) -> None:
         """Apply RMSProp with ``update``'s gradient sum and count it in the state."""
         self._apply(update)
         update.seconds = time.perf_counter() - update.started
-        update.messages[:0] = self.games.notes  # workers lost or up, if any, come first
-        update.nodes = dict(self.games.played)
-        self._count(update)
+        update.messages[:0] = self.dealer.notes  # workers lost or up, if any, come first
+        update.nodes = dict(self.dealer.played)
+        self._commit(update)
 
     def _apply(self, update: Update) -> None:
         """RMSProp with the batch's gradient sum, unless the weights would stop being finite.
@@ -201,7 +202,7 @@ class Trainer:
             f" stopping with the weights of update {self.iteration}"
         )
 
-    def _count(self, update: Update) -> None:
+    def _commit(self, update: Update) -> None:
         """Make a finished update part of the state (a stopped one never is)."""
         self.iteration += 1
         self.episodes += update.rollouts

@@ -1,28 +1,22 @@
-"""What the policy sees each step: how the env's frame, as 6400 booleans
-(``binarize``), changed since the last step.
+"""The emulator's fast path to what the policy sees, for ale-py's Atari envs.
 
-``reset`` gives the first frame; ``step`` plays an action and gives the pixels
-whose boolean changed, with their new values (an object arrived or left). Two
-ways to get them, giving the same changes, rewards and game ends:
+``pong.core.preprocess.GymFrames`` calls ``env.reset``/``env.step``, binarizes the
+RGB observation and compares it with the last one. ``AleFrames`` gives the same
+changes, rewards and game ends faster. It does what ``AtariEnv.step`` does (the same
+``ale.act`` calls with the same frameskip, and sticky actions inside ALE), then reads
+the screen as ALE stores it: one palette index per pixel. That skips converting all
+100,800 bytes to RGB (a noticeable part of each step) and the Python of the
+Gymnasium wrappers. A pixel's colour is a fixed function of its palette index, so
+``binarize``'s test "is the red channel a background colour" is a 256-entry table
+over palette indices. The table is filled from the real RGB screen the first time
+each index appears, so no palette is written down here. And since a pixel's boolean
+can only change where its palette index did, the table is looked up at those few
+pixels only.
 
-- ``GymFrames`` calls ``env.reset``/``env.step``, binarizes the RGB
-  observation and compares it with the last one. It works with any env and
-  any wrapper.
-- ``AleFrames`` is what training uses on an Atari env that Gymnasium has not
-  wrapped further. It does what ``AtariEnv.step`` does (the same ``ale.act``
-  calls with the same frameskip, and sticky actions inside ALE), then reads the
-  screen as ALE stores it: one palette index per pixel. That skips converting
-  all 100,800 bytes to RGB (a noticeable part of each step) and the Python of the
-  Gymnasium wrappers. A pixel's colour is a fixed function of its palette
-  index, so ``binarize``'s test "is the red channel a background colour" is a
-  256-entry table over palette indices. The table is filled from the real RGB
-  screen the first time each index appears, so no palette is written down here.
-  And since a pixel's boolean can only change where its palette index did, the
-  table is looked up at those few pixels only.
-
-``frames_for(env)`` picks ``AleFrames`` where it computes the same thing and
-``GymFrames`` everywhere else (the toy env, recording wrappers, colour
-averaging).
+``with_fast_frames(env)`` wraps an env for which this is exact in ``FastFrames``,
+whose ``fast_frames()`` the rollout takes (``pong.core.preprocess.frames_of``);
+``pong.envs.make.make_env`` does it. Everywhere else (the toy env, recording
+wrappers, colour averaging) the rollout reads frames through Gymnasium.
 """
 
 from __future__ import annotations
@@ -30,9 +24,9 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from pong.core.preprocess import FIELD, binarize, is_object
+from pong.core.preprocess import FIELD, is_object
 
-__all__ = ["AleFrames", "GymFrames", "frames_for"]
+__all__ = ["AleFrames", "FastFrames", "with_fast_frames"]
 
 UNKNOWN = 2  # table entry of a palette index not yet seen (known ones are 0 or 1)
 
@@ -42,48 +36,10 @@ UNKNOWN = 2  # table entry of a palette index not yet seen (known ones are 0 or 
 PASSIVE_WRAPPERS = ("OrderEnforcing", "PassiveEnvChecker", "SeededReset")
 
 
-class GymFrames:
-    """Steps ``env`` through Gymnasium and binarizes each observation.
-
-    Example:
-        >>> from pong.envs.make import make_env
-        >>> frames = GymFrames(make_env("PongToy/Catch-v0"))
-        >>> first = frames.reset(seed=0)
-        >>> first.shape, first.dtype
-        ((6400,), dtype('bool'))
-        >>> changed, arrived, reward, done = frames.step(0)
-        >>> bool((frames.frame[changed] == arrived).all() and (first[changed] != arrived).all())
-        True
-    """
-
-    def __init__(self, env: gym.Env) -> None:
-        self.env = env
-        self.frame = np.zeros(0, dtype=bool)  # the last frame, binarized
-
-    def reset(self, seed: int | None = None) -> np.ndarray:
-        """Start a game; its first frame, binarized: (D,) bool."""
-        observation, _ = self.env.reset(seed=seed)
-        self.frame = binarize(observation)
-        return self.frame
-
-    def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
-        """``(changed, arrived, reward, done)`` for one action.
-
-        ``changed``: (K,) sorted indices of the pixels whose boolean changed since
-        the last frame; ``arrived``: (K,) bool, their new values (True: an object
-        arrived there, False: it left); ``done``: whether the game ended.
-        """
-        observation, reward, terminated, truncated, _ = self.env.step(action)
-        frame = binarize(observation)
-        changed = np.flatnonzero(frame != self.frame)
-        self.frame = frame
-        return changed, frame[changed], float(reward), bool(terminated or truncated)
-
-
 class AleFrames:
     """``GymFrames`` for an ale-py ``AtariEnv``, read straight from the emulator.
 
-    Use ``frames_for``, which checks that ``env`` is one this is exact for.
+    Use ``with_fast_frames``, which checks that ``env`` is one this is exact for.
     """
 
     def __init__(self, env: gym.Env) -> None:
@@ -137,8 +93,15 @@ class AleFrames:
         return found
 
 
-def frames_for(env: gym.Env) -> GymFrames | AleFrames:
-    """``AleFrames`` when it is exact for ``env``, else ``GymFrames``.
+class FastFrames(gym.Wrapper):
+    """``env`` as it is, with ``fast_frames()``: its frames read by ``AleFrames``."""
+
+    def fast_frames(self) -> AleFrames:
+        return AleFrames(self.env)
+
+
+def with_fast_frames(env: gym.Env) -> gym.Env:
+    """``FastFrames(env)`` when ``AleFrames`` is exact for ``env``, else ``env``.
 
     Exact means: an ale-py ``AtariEnv`` with RGB observations, discrete
     actions, no sound and no colour averaging (which blends two frames, so a
@@ -148,20 +111,17 @@ def frames_for(env: gym.Env) -> GymFrames | AleFrames:
     wrapper = env
     while isinstance(wrapper, gym.Wrapper):
         if type(wrapper).__name__ not in PASSIVE_WRAPPERS:
-            return GymFrames(env)
+            return env
         wrapper = wrapper.env
-    try:
-        from ale_py.env import AtariEnv
-    except ImportError:
-        return GymFrames(env)
-    if not isinstance(wrapper, AtariEnv):
-        return GymFrames(env)
+    from ale_py.env import AtariEnv
+
     exact = (
-        getattr(wrapper, "_obs_type", None) == "rgb"
+        isinstance(wrapper, AtariEnv)
+        and getattr(wrapper, "_obs_type", None) == "rgb"
         and getattr(wrapper, "continuous", True) is False
         and not getattr(wrapper, "sound_obs", False)
         and isinstance(getattr(wrapper, "_frameskip", None), (int, tuple))
         and hasattr(wrapper, "_action_set")
         and not wrapper.ale.getBool("color_averaging")
     )
-    return AleFrames(env) if exact else GymFrames(env)
+    return FastFrames(env) if exact else env

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import gymnasium as gym
 
 from pong.envs import toy
+from pong.envs.frames import with_fast_frames
 from pong.envs.seeded_reset import SeededReset
 
 __all__ = ["DEFAULT_ENV", "PONG_ENVS", "check_env", "check_id", "env_maker", "make_env"]
@@ -34,7 +35,8 @@ def check_id(env_id: str) -> None:
 
 def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:
     """The env ``env_id``, one of ``PONG_ENVS`` (else a ``ValueError``); an Atari env wrapped
-    in ``SeededReset``, whose seeded resets after the first skip reloading the ROM."""
+    in ``SeededReset``, whose seeded resets after the first skip reloading the ROM, and
+    ``FastFrames``, whose frames the rollout reads straight from the emulator."""
     check_id(env_id)
     import ale_py
     from ale_py.env import AtariEnv
@@ -46,7 +48,7 @@ def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:
         # Pong-v0 is the id of the 2016 program; using it on purpose is fine.
         warnings.filterwarnings("ignore", message=".*is out of date", category=DeprecationWarning)
         env = gym.make(env_id)
-    return SeededReset(env) if isinstance(env.unwrapped, AtariEnv) else env
+    return with_fast_frames(SeededReset(env)) if isinstance(env.unwrapped, AtariEnv) else env
 
 
 def env_maker(env_id: str) -> Callable[[], gym.Env]:

@@ -1,7 +1,7 @@
 """Every setting of the driver in one place: each default and its meaning, stated once.
 
 ``Config`` is what a run is (stored in its checkpoint), ``Options`` what one invocation does
-with it, ``Watch`` what ``--evaluate`` plays. Each field is also a flag (``batch_size`` is
+with it, ``Evaluation`` what ``--evaluate`` plays. Each field is also a flag (``batch_size`` is
 ``--batch-size``), parsed by the function that checks a stored value.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Config", "Options", "Watch", "add_flags", "fill", "fresh_seed", "hyperparameters"]
+__all__ = ["Config", "Options", "Evaluation", "add_flags", "fill", "fresh_seed", "hyperparameters"]
 
 
 def bounded(parse: Callable[[str], Any], *bounds: tuple[Callable[[Any], bool], str]) -> Callable:
@@ -199,7 +199,7 @@ class Options:
 
 
 @dataclass(frozen=True)
-class Watch:
+class Evaluation:
     """``--evaluate``: play games with a saved policy, in this process, without Ray."""
 
     evaluate: Path | None = setting(

@@ -97,7 +97,7 @@ class Run:
         self.metrics: MetricsLog | None = None  # opened with the first update's rows
         self.board: Board | None = None  # TensorBoard's events, opened with them too
         self.lock: IO[str] | None = None
-        self.dir: Directory | None = None  # the directory, opened once: no link below it followed
+        self.opened: Directory | None = None  # opened once: no link below it is followed
         self.made = False  # this run made the directory (removed again if left empty)
 
     @classmethod
@@ -200,13 +200,13 @@ class Run:
             raise UsageError(f"run directory {self.directory} is a file, not a directory")
         try:
             self.made = not self.directory.exists()
-            self.dir = Directory.open(self.directory, create=True)
-            self.lock = lock(self.dir)
-            self.dir.remove_stale_temporaries(FILENAME, UPDATES, EPISODES)  # a killed driver's
+            self.opened = Directory.open(self.directory, create=True)
+            self.lock = lock(self.opened)
+            self.opened.remove_stale_temporaries(FILENAME, UPDATES, EPISODES)  # a killed driver's
         except OSError as e:
             where = e.filename or f"run directory {self.directory}"  # the lock file, say
             raise UsageError(f"{where}: {e.strerror or e}") from None
-        watched = self.dir.lstat(WATCH)
+        watched = self.opened.lstat(WATCH)
         if self.watch_every and watched is not None and not stat.S_ISDIR(watched.st_mode):
             what = "a symbolic link" if stat.S_ISLNK(watched.st_mode) else "not a directory"
             raise UsageError(  # said now, before Ray starts, not at the first snapshot
@@ -218,23 +218,23 @@ class Run:
             raise UsageError(f"{self.checkpoint_path} changed since it was read; try again")
         else:  # drops the rows of updates the checkpoint lacks, before Ray starts
             with writing(self.directory / UPDATES, "the metrics were left as they were"):
-                self.metrics = MetricsLog(self.dir, after=self.saved.iteration)
+                self.metrics = MetricsLog(self.opened, after=self.saved.iteration)
 
     def _check_empty(self) -> None:
         """Refuse a new run in a directory that holds an earlier run's checkpoint or metrics."""
-        names = self.dir.names()
+        names = self.opened.names()
         if FILENAME in names or OLD_FILENAME in names:
             raise UsageError(
                 f"{self.directory} already holds a run; continue it with --resume {self.directory}"
                 " or choose another --run-dir"
             )
         for name in (UPDATES, EPISODES):  # written from update 1 on: said now, before Ray
-            if (odd := _not_plain(self.dir.lstat(name))) is not None:
+            if (odd := _not_plain(self.opened.lstat(name))) is not None:
                 raise UsageError(
                     f"{self.directory / name}: {odd}; refusing to write through it; choose"
                     " another --run-dir"
                 )
-        held = [name for name in (UPDATES, EPISODES) if _holds_rows(self.dir, name)]
+        held = [name for name in (UPDATES, EPISODES) if _holds_rows(self.opened, name)]
         held += [f"TensorBoard events ({name})" for name in names if name.startswith(EVENTS)]
         if held:
             raise UsageError(
@@ -246,11 +246,11 @@ class Run:
         """The metrics of the update ``trainer`` just made; its checkpoint when one is due."""
         with writing(self.directory / UPDATES, "the metrics stop at the update before"):
             if self.metrics is None:  # a new run's, opened with its first rows
-                self.metrics = MetricsLog(self.dir)
+                self.metrics = MetricsLog(self.opened)
             self.metrics.record(update, trainer)
         with writing(self.directory, "the TensorBoard curves stop at the update before"):
             if self.board is None:  # hides what a killed run logged past the checkpoint
-                self.board = Board(self.dir, self.saved.steps if self.saved else None)
+                self.board = Board(self.opened, self.saved.steps if self.saved else None)
             self.board.record(update, trainer)
         waited = time.monotonic() - self.saved_time
         first = self.saved_at == 0  # a new run's first update: once one is printed, it resumes
@@ -273,7 +273,7 @@ class Run:
         files = (f"weights-{n:06d}.png", shot.weights_png), (f"game-{n:06d}.gif", shot.game_gif)
         try:
             with writing(watched, lost):
-                watch_dir = self.dir.subdirectory(WATCH)  # a link planted there is refused
+                watch_dir = self.opened.subdirectory(WATCH)  # a link planted there is refused
             with contextlib.closing(watch_dir):
                 for name, data in files:
                     with writing(watched / name, lost), watch_dir.write(name) as f:
@@ -289,7 +289,7 @@ class Run:
         """Save ``trainer``'s state; on failure the previous checkpoint stays as it was."""
         kept = f"the checkpoint of update {self.saved_at} is intact" if self.saved_at else ""
         with writing(self.checkpoint_path, kept or "no checkpoint was saved"):
-            save(FILENAME, Checkpoint.of(trainer.state(), self.config), dir_fd=self.dir.fd)
+            save(FILENAME, Checkpoint.of(trainer.state(), self.config), dir_fd=self.opened.fd)
         self.saved_at, self.saved_time = trainer.iteration, time.monotonic()
 
     def close(self, trainer: Trainer | None = None) -> None:
@@ -304,14 +304,14 @@ class Run:
             self.board = None
         if trainer is not None and trainer.iteration > self.saved_at:
             self.save(trainer)
-        if self.lock is not None and self.made and self.dir.names() == [LOCK]:
-            self.dir.remove(LOCK)
+        if self.lock is not None and self.made and self.opened.names() == [LOCK]:
+            self.opened.remove(LOCK)
             with contextlib.suppress(OSError):  # someone put a file in it meanwhile
                 self.directory.rmdir()
-        for opened in (self.lock, self.dir):
-            if opened is not None:
-                opened.close()
-        self.lock = self.dir = None
+        for handle in (self.lock, self.opened):
+            if handle is not None:
+                handle.close()
+        self.lock = self.opened = None
 
 
 def _not_plain(info: os.stat_result | None) -> str | None:

@@ -52,8 +52,8 @@ def announce(run: Run, options: Options, where: str) -> None:
 
 def started(trainer: Trainer) -> str:
     """The line that says how many of the workers asked for started, and where."""
-    games = trainer.games
-    placed, asked, waiting = games.placement(), len(games.actors), games.waiting()
+    dealer = trainer.dealer
+    placed, asked, waiting = dealer.placement(), len(dealer.actors), dealer.waiting()
     up = sum(placed.values())
     nodes = f"{len(placed)} node{'s' * (len(placed) != 1)}"
     counts = " + ".join(map(str, placed.values()))

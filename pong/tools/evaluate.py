@@ -13,12 +13,12 @@ from pong.core.model import Model
 from pong.core.rollout import rollout
 from pong.envs.make import check_env, make_env
 from pong.run.checkpoint import CheckpointError, load
-from pong.run.config import Watch, fresh_seed
+from pong.run.config import Evaluation, fresh_seed
 from pong.run.errors import UsageError, writing
 from pong.run.files import atomic_write
 from pong.tools.gif import GifWriter
 
-__all__ = ["FrameRecorder", "play_games", "report", "watch"]
+__all__ = ["FrameRecorder", "evaluate", "play_games", "report"]
 
 FRAME_SECONDS = 4 / 60  # one ALE/Pong-v5 step: 4 frames of the 60 Hz console
 OnFrame = Callable[[np.ndarray], None]
@@ -51,7 +51,7 @@ def play_games(
             yield int((rewards > 0).sum()), int((rewards < 0).sum()), len(rewards)
 
 
-def watch(options: Watch, env_id: str | None = None, seed: int | None = None) -> None:
+def evaluate(options: Evaluation, env_id: str | None = None, seed: int | None = None) -> None:
     """``--evaluate``: play games with a saved policy, print each score, maybe record them."""
     try:
         checkpoint = load(options.evaluate, policy=True)

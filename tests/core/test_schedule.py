@@ -1,4 +1,4 @@
-"""Games: an update's games dealt to the workers as they finish (a local Ray, stand-ins and the
+"""Dealer: an update's games dealt to the workers as they finish (a local Ray, stand-ins and the
 toy env)."""
 
 from __future__ import annotations
@@ -72,22 +72,22 @@ def test_each_worker_gets_the_next_game_as_it_finishes_its_last(local_ray) -> No
     trainer.batch_size = 5
     update = trainer.step()
     assert update.rollouts == 5 and sorted(update.games) == [0, 1, 2, 3, 4]
-    spans = [span for a in trainer.games.actors for span in ray.get(a.get_spans.remote())]
+    spans = [span for a in trainer.dealer.actors for span in ray.get(a.get_spans.remote())]
     assert len(spans) == 5 and most_at_once(spans) == 2 and update.seconds >= 3 * 0.3
     ends = [end for _, end in spans]
     for start, _ in sorted(spans)[2:]:  # each later game starts as an earlier one ends
         assert any(0 <= start - end < 0.15 for end in ends)
     # Every game of update 1 was seeded by its index, whichever worker played it.
-    seeds = [key for a in trainer.games.actors for key in ray.get(a.get_seeds.remote())]
+    seeds = [key for a in trainer.dealer.actors for key in ray.get(a.get_seeds.remote())]
     assert sorted(seeds) == [(1, g) for g in range(5)]
 
 
 def test_no_more_workers_than_cpus_nor_than_games(local_ray) -> None:
     small = Trainer(**hyperparameters(TOY))
-    assert len(small.games.actors) == 1  # a batch of 1
+    assert len(small.dealer.actors) == 1  # a batch of 1
     release(small)
     big = Trainer(**hyperparameters(Config(batch_size=60, env=TOY.env, seed=0)))
-    assert len(big.games.actors) == 2 and list(big.games.placement().values()) == [2]
+    assert len(big.dealer.actors) == 2 and list(big.dealer.placement().values()) == [2]
     assert big.step().rollouts == 60
     release(big)
 
@@ -162,13 +162,17 @@ def test_a_lost_game_goes_to_the_next_worker_free_and_its_worker_comes_back(
     workers = [CrashingWorker.remote(str(marker), crash=1) for _ in range(2)]
     with_workers(trainer, workers)
     trainer.batch_size = 4
-    first, second = trainer.step(), trainer.step()
+    updates, deadline = [trainer.step()], time.monotonic() + 60
     assert marker.exists()  # a worker died mid-game
-    assert first.games == second.games == [0, 1, 2, 3]  # yet every game was added, in order
-    notes = first.messages + second.messages
+    back = " is up again (Ray restarted it) on node "
+    while not any(back in n for u in updates for n in u.messages) and time.monotonic() < deadline:
+        updates.append(trainer.step())  # the restart takes what it takes on a busy machine
+    assert all(u.games == [0, 1, 2, 3] for u in updates)  # yet every game was added, in order
+    notes = [n for u in updates for n in u.messages]
     assert any(" was lost (its process or node); game 1 goes to the next" in n for n in notes)
-    assert any(" is up again (Ray restarted it) on node " in n for n in notes), notes
-    assert sum(second.nodes.values()) == 4 and len(trainer.games.up) == 2
+    assert any(back in n for n in notes), notes
+    last = trainer.step()
+    assert sum(last.nodes.values()) == 4 and len(trainer.dealer.up) == 2
     release(trainer)
 
 
@@ -192,13 +196,13 @@ def test_workers_ray_cannot_place_yet_wait_and_join_with_the_same_bytes(local_ra
     """Three workers on two CPUs: the third waits, and plays once a CPU is free."""
     config = Config(batch_size=4, env=TOY.env, seed=5)
     trainer = Trainer(**hyperparameters(config), workers=3)
-    games = trainer.games
-    assert len(games.up) == 2 and games.waiting() == 1
+    dealer = trainer.dealer
+    assert len(dealer.up) == 2 and dealer.waiting() == 1
     trainer.step()
-    [waiting] = set(range(3)) - set(games.up)
-    ray.kill(games.actors[min(games.up)], no_restart=True)  # its CPU goes to the one waiting
+    [waiting] = set(range(3)) - set(dealer.up)
+    ray.kill(dealer.actors[min(dealer.up)], no_restart=True)  # its CPU goes to the one waiting
     notes, deadline = [], time.monotonic() + 60
-    while waiting not in games.up and time.monotonic() < deadline:  # it starts in a second
+    while waiting not in dealer.up and time.monotonic() < deadline:  # it starts in a second
         notes += trainer.step().messages
     notes += trainer.step().messages  # and then plays
     release(trainer)

@@ -4,9 +4,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pong.core.frames import UNKNOWN, AleFrames, GymFrames, frames_for
-from pong.core.preprocess import binarize
+from pong.core.preprocess import GymFrames, binarize, frames_of
 from pong.core.rollout import DOWN, UP
+from pong.envs.frames import UNKNOWN, AleFrames, FastFrames, with_fast_frames
 from pong.envs.make import make_env
 from pong.tools.evaluate import FrameRecorder
 
@@ -18,8 +18,8 @@ def test_both_frames_give_the_changes_of_the_binarized_frames_for_a_whole_game(
 ) -> None:
     """Step by step, the changes, rewards and game end that env.step + binarize give."""
     fast_env, gym_env, plain_env = make_env(env_id), make_env(env_id), make_env(env_id)
-    fast = frames_for(fast_env)
-    assert isinstance(fast, AleFrames)  # training's default path is the fast one
+    fast = frames_of(fast_env)
+    assert isinstance(fast, AleFrames)  # make_env's Atari env offers the fast path
     reference = GymFrames(gym_env)
     rng = np.random.default_rng(seed)
     prev = binarize(plain_env.reset(seed=seed)[0])
@@ -49,23 +49,23 @@ def test_both_frames_give_the_changes_of_the_binarized_frames_for_a_whole_game(
 
 
 @pytest.mark.ale
-def test_frames_for_uses_gymnasium_where_ale_frames_would_differ() -> None:
-    recorded = FrameRecorder(
-        make_env(), lambda frame: None
-    )  # a wrapper that must see every observation
-    assert isinstance(frames_for(recorded), GymFrames)
+def test_the_fast_path_is_offered_only_where_ale_frames_are_exact() -> None:
+    assert isinstance(with_fast_frames(gym.make("ALE/Pong-v5")), FastFrames)  # can fail
+    recorded = FrameRecorder(make_env(), lambda frame: None)  # must see every observation
+    assert isinstance(frames_of(recorded), GymFrames)  # the wrapper hides the fast path
+    assert not isinstance(with_fast_frames(recorded), FastFrames)
     blended = gym.make("ALE/Pong-v5")
     blended.unwrapped.ale.setBool("color_averaging", True)  # a pixel mixes two frames
-    assert isinstance(frames_for(blended), GymFrames)
     grey = gym.make("ALE/Pong-v5", obs_type="grayscale")
-    assert isinstance(frames_for(grey), GymFrames)
+    for env in (blended, grey):
+        assert with_fast_frames(env) is env and isinstance(frames_of(env), GymFrames)
     for env in (recorded, blended, grey):
         env.close()
 
 
-def test_frames_for_the_toy_env_is_gymnasiums() -> None:
+def test_the_toy_env_s_frames_are_gymnasiums() -> None:
     env = make_env("PongToy/Catch-v0")
-    frames = frames_for(env)
+    frames = frames_of(env)
     assert isinstance(frames, GymFrames)
     first = frames.reset(seed=0)
     assert first.shape == (6400,) and first.dtype == bool and first.any()

@@ -55,7 +55,7 @@ def test_a_quick_seeded_reset_is_ale_pys_reset_exactly(env_id: str) -> None:
     """State (generators included), first frame, info, np_random_seed, frameskip draws and the
     game that follows, against ale-py's own reset on a second env; each reset mid-game.
     """
-    quick, plain = make_env(env_id), gym.make(env_id)
+    quick, plain = make_env(env_id).env, gym.make(env_id)  # make_env's, under FastFrames
     assert isinstance(quick, SeededReset)
     rng = np.random.default_rng(0)
     for n, seed in enumerate([*SEEDS, None, 7]):  # an unseeded reset among them
@@ -75,7 +75,7 @@ def test_a_quick_seeded_reset_is_ale_pys_reset_exactly(env_id: str) -> None:
 @pytest.mark.ale
 @pytest.mark.parametrize("seed", [-1, 2.5, np.int64(3)])
 def test_a_seed_ale_py_refuses_is_refused_alike(seed) -> None:
-    quick, plain = make_env(), gym.make("ALE/Pong-v5")
+    quick, plain = make_env().env, gym.make("ALE/Pong-v5")  # SeededReset, under FastFrames
     quick.reset(seed=1)  # checked: the next seeded reset is the quick one
     assert quick.quick
     for env in (quick, plain):
@@ -95,7 +95,7 @@ def test_a_seed_ale_py_refuses_is_refused_alike(seed) -> None:
 )
 def test_a_quick_reset_that_does_not_check_out_leaves_ale_pys_reset(monkeypatch, spoilt) -> None:
     monkeypatch.setattr(Template, "state", spoilt)
-    env, plain = make_env(), gym.make("ALE/Pong-v5")
+    env, plain = make_env().env, gym.make("ALE/Pong-v5")  # SeededReset, under FastFrames
     for seed in (1, 2, 3):
         env.reset(seed=seed)
         plain.reset(seed=seed)

@@ -13,6 +13,7 @@ import safetensors.numpy
 from safetensors import safe_open
 
 from pong.core.model import D, H, Model, zeros_like_weights
+from pong.core.reference import policy_forward
 from pong.run import checkpoint as ckpt
 from pong.run.checkpoint import FILENAME, Checkpoint, CheckpointError, load, save
 from pong.run.config import Config
@@ -294,7 +295,7 @@ def test_policy_file_is_small_float32_weights_that_play_like_the_originals(tmp_p
     for _ in range(20):
         x = np.zeros(D)
         x[rng.choice(D, 40, replace=False)] = rng.choice([-1.0, 1.0], 40)
-        assert small.policy_forward(x)[0] == pytest.approx(full.policy_forward(x)[0], rel=1e-6)
+        assert policy_forward(small, x)[0] == pytest.approx(policy_forward(full, x)[0], rel=1e-6)
 
 
 def test_a_policy_file_cannot_be_resumed_and_says_what_can(tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""Config, Options and Watch: each field a flag, parsed and checked the same way everywhere."""
+"""Config, Options and Evaluation: each field a flag, parsed and checked the same way everywhere."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import dataclasses
 
 import pytest
 
-from pong.run.config import Config, Options, Watch, add_flags, fill, given
+from pong.run.config import Config, Evaluation, Options, add_flags, fill, given
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    for cls in (Config, Options, Watch):
+    for cls in (Config, Options, Evaluation):
         add_flags(parser, cls)
     return parser.parse_args(argv)
 
@@ -34,10 +34,10 @@ def test_given_flags_fill_their_fields_and_nothing_else() -> None:
 
 def test_every_field_is_a_flag_with_help_and_its_default() -> None:
     parser = argparse.ArgumentParser()
-    for cls in (Config, Options, Watch):
+    for cls in (Config, Options, Evaluation):
         add_flags(parser, cls)
     text = parser.format_help().replace("\n", " ")
-    for cls in (Config, Options, Watch):
+    for cls in (Config, Options, Evaluation):
         for f in dataclasses.fields(cls):
             flag = f.metadata["flags"][-1] if f.metadata["flags"] else "--" + f.name
             assert flag.replace("_", "-") in text
