@@ -18,6 +18,7 @@ from typing import BinaryIO
 import numpy as np
 
 from pong.run.checkpoint import load
+from pong.run.config import positive_int
 from pong.run.errors import printable
 from pong.run.files import Directory, atomic_write
 from pong.run.metrics import EPISODES, UPDATES, rows
@@ -68,9 +69,15 @@ def _updates(run_dir: Path) -> Buckets:
     return buckets
 
 
-def curve(run_dir: str | Path) -> tuple[list[float], list[float], list[float]]:
-    """Episodes, hours of training and running mean after each update (or bucket of updates)."""
-    return tuple(_updates(Path(run_dir)).result()[1].T[:3].tolist())  # the means' first columns
+def curve(
+    run_dir: str | Path, episodes: int | None = None
+) -> tuple[list[float], list[float], list[float]]:
+    """Episodes, hours of training and running mean after each update (or bucket of updates);
+    with ``episodes``, only up to that many."""
+    points = _updates(Path(run_dir)).result()[1][:, :3]  # the means' first columns
+    if episodes is not None:
+        points = points[points[:, 0] <= episodes]
+    return tuple(points.T.tolist())
 
 
 def _pyplot():
@@ -118,10 +125,13 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     return _save(fig, run_dir / "learning_curve.png", below=run_dir)
 
 
-def plot_runs(run_dirs: Sequence[str | Path], output: str | Path) -> Path:
-    """Overlay the running means of several runs, against episodes and against hours."""
-    curves = [(printable(Path(run_dir)), curve(run_dir)) for run_dir in run_dirs]
-    longest = max(hours[-1] for _, (_, hours, _) in curves)
+def plot_runs(
+    run_dirs: Sequence[str | Path], output: str | Path, episodes: int | None = None
+) -> Path:
+    """Overlay the running means of several runs, against episodes and against hours; with
+    ``episodes``, each run's first that many only (runs of unlike lengths, side by side)."""
+    curves = [(printable(Path(run_dir)), curve(run_dir, episodes)) for run_dir in run_dirs]
+    longest = max(max(hours, default=0) for _, (_, hours, _) in curves)
     unit, scale = ("hours", 1) if longest > 1 else ("minutes", 60)
     fig, (top, bottom) = _pyplot().subplots(2, 1, figsize=(8, 7), layout="constrained")
     for name, (episodes, hours, running) in curves:
@@ -195,6 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="FILE.png",
         help="PNG to write (default for one run: RUN_DIR/learning_curve.png; needed for several)",
     )
+    parser.add_argument(
+        "--episodes",
+        type=positive_int,
+        metavar="N",
+        help="with several runs: draw each one's first N episodes only",
+    )
     args = parser.parse_args(argv)
     args.run_dirs = runs_of(args.run_dirs)
     if bool(args.run_dirs) == (args.weights is not None):
@@ -208,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif len(args.run_dirs) == 1:
             drawn = plot_run(args.run_dirs[0], args.output)
         else:
-            drawn = plot_runs(args.run_dirs, args.output)
+            drawn = plot_runs(args.run_dirs, args.output, args.episodes)
     except ValueError as e:
         error, code = e, 2
     except OSError as e:  # the PNG could not be written there

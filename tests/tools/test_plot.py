@@ -60,6 +60,9 @@ def test_several_runs_overlay_their_running_means_by_episode_and_by_hour(tmp_pat
     assert plot.main([*map(str, runs), "--output", str(out)]) == 0
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    assert plot.curve(runs[0], episodes=5) == ([2, 4], [0.5, 1.0], [-20.0, -19.0])
+    assert plot.main([*map(str, runs), "--output", str(out), "--episodes", "4"]) == 0
+    assert out.read_bytes() != data  # drawn again, shorter
 
 
 def test_several_runs_without_an_output_is_one_line(tmp_path, capsys) -> None:
