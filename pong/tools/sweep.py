@@ -34,8 +34,14 @@ SUMMARY = "summary.csv"
 MAX_TRIALS = 1000
 SWEPT = ("batch_size", "learning_rate", "decay_rate", "seed")  # flags that take several values
 # The driver's flags a trial takes as they are.
-PASSED = ("iterations", "until_mean", "address", "workers", "num_cpus", "checkpoint_every")
+PASSED = ("iterations", "address", "workers", "num_cpus", "checkpoint_every")
 PASSED += ("checkpoint_seconds", "watch_every")
+HELP = {  # where a sweep's default is not the driver's
+    "seed": "seeds the weights, env resets and action draws (default: 1)",
+    "workers": "RolloutWorker actors per trial, one CPU each (default: as many as let the"
+    " trials fill the cluster, at most the batch size)",
+    "iterations": "updates each trial runs (default: until Ctrl-C)",
+}
 
 
 def trial_name(config: Config) -> str:
@@ -60,6 +66,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     single = parser.add_argument_group("every trial's settings, as driver.py's")
     for f in dataclasses.fields(Config):
         meta = {k: v for k, v in f.metadata.items() if k != "flags"}
+        meta["help"] = HELP.get(f.name, meta.get("help"))
         if f.name in SWEPT:
             flags = ["--seeds", "--seed"] if f.name == "seed" else ["--" + f.name.replace("_", "-")]
             grid.add_argument(*flags, dest=f.name, nargs="+", default=None, **meta)
@@ -69,9 +76,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add_flags(options, Options)
     for action in options._actions:  # the driver's flags that make sense for a trial
         if action.dest in PASSED:
+            action.help = HELP.get(action.dest, action.help)
             single._add_action(action)
-    single.add_argument("--stop-at", dest="until_mean", type=float, metavar="R",
-                        help="also end a trial once its running mean is above R")  # fmt: skip
+        elif action.dest == "until_mean":  # the driver's --until-mean, by a sweep's name too
+            single.add_argument("--stop-at", "--until-mean", dest="until_mean", type=action.type,
+                                metavar="R", help="also end a trial once its running mean is"
+                                " above R")  # fmt: skip
     sweep = parser.add_argument_group("the sweep")
     sweep.add_argument(
         "--sweep-dir",
@@ -208,9 +218,11 @@ def run_sweep(args: argparse.Namespace, directory: Path, configs: list[Config] |
     from pong.run.cluster import connect
     from pong.run.errors import PongError
 
-    # Tune's lines on a stop (its own resume hint, trials never started): ours say it here.
+    # Tune's lines on a stop (its own resume hint, trials never started) and a failed trial's
+    # traceback: ours say it here, in a line each.
     for name in ("ray.tune.tune", "ray.tune.analysis.experiment_analysis"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    logging.getLogger("ray.tune.execution.tune_controller").setLevel(logging.CRITICAL)
     try:
         connect(args.address, args.num_cpus)
     except PongError as e:
@@ -225,7 +237,7 @@ def run_sweep(args: argparse.Namespace, directory: Path, configs: list[Config] |
         else:
             tuner = _tuner(args, directory, configs)
         started = time.monotonic()
-        return _report(directory, list(tuner.fit()), time.monotonic() - started)
+        return _report(directory, tuner.fit(), time.monotonic() - started)
     finally:
         ray.shutdown()
 
@@ -261,10 +273,11 @@ def _tuner(args: argparse.Namespace, directory: Path, configs: list[Config]):
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     smallest = min(c.batch_size for c in configs)
     workers = args.workers or max(1, min(smallest, cpus // min(len(configs), cpus)))
+    at_once = max(1, cpus // workers)
     print(
         f"Sweeping {len(configs)} trial{'s' * (len(configs) != 1)} on"
         f" {cluster_summary(args.address)}: {workers} RolloutWorker{'s' * (workers != 1)}"
-        f" each, {max(1, cpus // workers)} trials at once; runs in {_shown(directory)}",
+        f" each, {at_once} trial{'s' * (at_once != 1)} at once; runs in {_shown(directory)}",
         flush=True,
     )
     return tune.Tuner(
@@ -283,29 +296,37 @@ def _tuner(args: argparse.Namespace, directory: Path, configs: list[Config]):
     )
 
 
-def _report(directory: Path, results: list, took: float) -> int:
+def _report(directory: Path, grid, took: float) -> int:
     """The failed trials, the summary (printed and in ``summary.csv``), and the last line:
     done, or the command that finishes the sweep; the exit code."""
     from pong.run.cluster import first_line
     from pong.run.errors import command
 
-    results = [r for r in results if r.config]
+    results = [r for r in grid if r.config]
     configs = [Config.from_dict(r.config["settings"]["config"]) for r in results]
     seconds = {trial_name(c): (r.metrics or {}).get("time_total_s", math.nan)
                for c, r in zip(configs, results, strict=True)}  # fmt: skip
+    unfinished = len(grid) - grid.num_terminated - grid.num_errors  # Ctrl-C: not ended by Tune
+    ended = {}  # how each trial ended, where not at its end
     for c, r in zip(configs, results, strict=True):
         if r.error:  # the others went on
-            print(f"note: trial {trial_name(c)} failed: {first_line(r.error)}", flush=True)
-    table = summarize(directory, configs, seconds)
+            why = first_line(getattr(r.error, "cause", None) or r.error)  # Ray's wrapping off
+            print(f"note: trial {trial_name(c)} failed: {why}", flush=True)
+            ended[trial_name(c)] = "failed"
+        elif not _done(r.metrics or {}, r.config):
+            ended[trial_name(c)] = "unfinished" if unfinished else "stopped-early"
+    table = summarize(directory, configs, seconds, ended)
     write_summary(directory, table)
     print(f"\n{markdown(table)}\n")
-    unfinished = [r for r in results if not r.error and not _done(r.metrics or {}, r.config)]
     if unfinished:  # stopped (Ctrl-C): each running trial saved its last update
         again = command("--resume", directory, module="pong.sweep")
-        print(f"Stopped with {len(unfinished)} trial(s) unfinished; continue with: {again}")
+        print(f"Stopped with {unfinished} trial(s) unfinished; continue with: {again}")
         return 130
-    print(f"Done: {len(configs)} trials in {took:.0f} s; {_shown(directory / SUMMARY)}")
-    return 1 if any(r.error for r in results) else 0
+    tally = {how: list(ended.values()).count(how) for how in ("failed", "stopped-early")}
+    said = ", ".join(f"{n} {how}" for how, n in tally.items() if n)
+    said = f" ({said})" if said else ""
+    print(f"Done: {len(configs)} trials in {took:.0f} s{said}; {_shown(directory / SUMMARY)}")
+    return 1 if grid.num_errors else 0
 
 
 def _done(metrics: dict[str, Any], space: dict[str, Any]) -> bool:
@@ -369,8 +390,11 @@ def _lines():
     return Lines()
 
 
-def summarize(directory: Path, configs: list[Config], seconds: dict[str, float]) -> list[dict]:
-    """One row per setting over its seeds, from each trial's ``updates.csv``."""
+def summarize(
+    directory: Path, configs: list[Config], seconds: dict[str, float], ended: dict[str, str]
+) -> list[dict]:
+    """One row per setting over its seeds, from each trial's ``updates.csv``; ``ended`` says
+    how the trials that did not reach their end ended (by name)."""
     from pong.run.metrics import rows
 
     by_setting: dict[tuple, list[Config]] = {}
@@ -399,6 +423,7 @@ def summarize(directory: Path, configs: list[Config], seconds: dict[str, float])
                 "spread": f"{statistics.pstdev(finals):.2f}" if finals else "-",
                 "games_to_running_mean_0": " ".join(to_zero),
                 "seconds": "-" if math.isnan(sum(took)) else f"{statistics.fmean(took):.0f}",
+                "ended": " ".join(ended.get(trial_name(c), "done") for c in trials),
             }
         )
     return table

@@ -93,3 +93,32 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(tmp_path
         ("0.001", "1 2"),
         ("0.003", "1 2"),
     ]
+
+
+@pytest.mark.ray
+def test_a_failed_trial_is_one_line_and_asha_stops_a_hopeless_one(tmp_path) -> None:
+    """One trial at a time (one CPU), in grid order. Seed 3's first update ends at a running
+    mean of -1.00 on the toy, seed 1's at -4.96: ASHA stops seed 1 at its first rung. A learning
+    rate of 1e300 makes seed 3's weights non-finite: that trial fails, and the sweep goes on."""
+    sweep = tmp_path / "sweep"
+    grid = ["--seeds", "3", "1", "--learning-rate", "1e-2", "1e300", "--scheduler", "asha"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pong.sweep", *TOY[:2], "--iterations=6", "--watch-every=0",
+         *grid, f"--sweep-dir={sweep}", "--num-cpus=1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    out = done.stdout.splitlines()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    [failed] = [line for line in out if line.startswith("note: trial ")]
+    assert failed.startswith("note: trial batch2-lr1e+300-decay0.99-seed3 failed: update ")
+    assert "not applied" in failed and "(learning rate 1e+300)" in failed
+    assert out[-1].startswith("Done: 4 trials in ") and "(1 failed, 2 stopped-early)" in out[-1]
+    with open(sweep / "summary.csv", newline="") as f:
+        ended = [(r["learning_rate"], r["seeds"], r["ended"]) for r in csv.DictReader(f)]
+    assert ended == [
+        ("0.01", "1 3", "stopped-early done"),
+        ("1e+300", "1 3", "stopped-early failed"),
+    ]
+    updates = (sweep / "batch2-lr0.01-decay0.99-seed1" / "updates.csv").read_text()
+    assert updates.count("\n") == 2  # the header and its first update: stopped at the rung
