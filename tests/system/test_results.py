@@ -18,6 +18,7 @@ from tests.helpers import ROOT
 
 RUN = ROOT / "results" / "pong-v5"
 RUNS = sorted((ROOT / "results").glob("pong-v5*"))
+STUDY = sorted((ROOT / "results" / "lr-study").iterdir())  # pong.sweep's trials, batch 10 too
 RESULTS_MD = (ROOT / "RESULTS.md").read_text()
 
 
@@ -26,7 +27,7 @@ def _rows(path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-@pytest.mark.parametrize("run", RUNS, ids=[run.name for run in RUNS])
+@pytest.mark.parametrize("run", RUNS + STUDY, ids=[run.name for run in RUNS + STUDY])
 def test_each_runs_updates_agree_with_its_games(run) -> None:
     updates, episodes = _rows(run / "updates.csv"), _rows(run / "episodes.csv")
     assert [int(row["update"]) for row in updates] == list(range(1, len(updates) + 1))
@@ -48,20 +49,32 @@ def test_each_runs_updates_agree_with_its_games(run) -> None:
         assert (float(row["reward_min"]), float(row["reward_max"])) == (min(batch), max(batch))
 
 
-def _quoted_command(module: str) -> list[str]:
-    """The arguments of the ``python -m module`` command RESULTS.md shows."""
-    [line] = re.findall(rf"^\.venv/bin/python -m {module} (.*)$", RESULTS_MD, re.MULTILINE)
-    return shlex.split(line.split("#")[0])
+def _quoted_commands(module: str) -> list[list[str]]:
+    """The arguments of each ``python -m module`` command RESULTS.md shows."""
+    lines = re.findall(rf"^\.venv/bin/python -m {module} (.*)$", RESULTS_MD, re.MULTILINE)
+    return [shlex.split(line.split("#")[0]) for line in lines]
 
 
-def test_results_md_quotes_the_table_the_committed_metrics_give(capsys, monkeypatch) -> None:
-    args = _quoted_command("pong.compare")
-    assert sorted(ROOT / arg for arg in args) == RUNS  # every run in results/, no other
-    monkeypatch.chdir(ROOT)  # the command as pasted in the repository
-    assert compare.main(args) == 0
-    table = capsys.readouterr().out
-    assert table.count("\n") == len(RUNS) + 2 + 2 * (len(RUNS) > 1)
-    assert table in RESULTS_MD
+def test_results_md_quotes_the_tables_the_committed_metrics_give(capsys, monkeypatch) -> None:
+    commands = _quoted_commands("pong.compare")
+    quoted = sorted(ROOT / arg for args in commands for arg in args)
+    assert quoted == sorted(RUNS + STUDY)  # every run in results/, once, no other
+    monkeypatch.chdir(ROOT)  # the commands as pasted in the repository
+    for args in commands:
+        assert compare.main(args) == 0
+        table = capsys.readouterr().out
+        assert table.count("\n") == len(args) + 2 + 2 * (len(args) > 1)
+        assert table in RESULTS_MD
+
+
+def test_results_md_quotes_the_study_s_running_means_after_each_500_games() -> None:
+    for rate, tag in (("1e-3", "0.001"), ("3e-4", "0.0003")):
+        updates = [_rows(run / "updates.csv") for run in STUDY if f"-lr{tag}-" in run.name]
+        cells = [
+            ", ".join(f"{float(rows[n - 1]['running_reward']):+.2f}" for rows in updates)
+            for n in (50, 100, 150, 200)
+        ]
+        assert f"| {rate} | seeds 1, 2 | {' | '.join(cells)} |" in RESULTS_MD
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[run.name for run in RUNS])
