@@ -12,7 +12,10 @@ Four parts, each a subpackage:
 
 ``import pong`` loads this file and ``pong/core/__init__.py``, which lists the
 algorithm's names; no module of the four parts, and not Ray. ``from pong import
-Model`` (or any name above) loads the one module it comes from.
+Model`` (or ``RolloutWorker``, ``State``, ``Trainer``, ``process_rewards``,
+``episode_gradient``) loads the one module it comes from; ``preprocess`` and
+``rollout`` are imported from their modules, ``pong.core.preprocess`` and
+``pong.core.rollout``.
 """
 
 from __future__ import annotations

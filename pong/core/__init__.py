@@ -28,10 +28,8 @@ _HOMES = {  # where each name lives; the actor and the trainer bring Ray with th
     "State": "state",
     "Trainer": "train",
     "episode_gradient": "rollout",
-    "preprocess": "preprocess",
     "process_rewards": "rewards",
-    "rollout": "rollout",
-}
+}  # not ``preprocess`` and ``rollout``: the modules of those names would shadow them
 __all__ = sorted(_HOMES)
 
 

@@ -31,7 +31,7 @@ def process_rewards(r: np.ndarray, gamma: float = gamma) -> np.ndarray:
     running_add = 0.0
     for t in reversed(range(r.size)):
         if r[t] != 0:
-            running_add = 0.0  # game boundary: reset the sum
+            running_add = 0.0  # a point ended: reset the sum
         running_add = running_add * gamma + r[t]
         discounted_r[t] = running_add
     return discounted_r

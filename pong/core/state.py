@@ -24,7 +24,7 @@ class State:
     """
 
     weights: dict[str, np.ndarray]
-    rmsprop_cache: dict[str, np.ndarray] | None
+    rmsprop_cache: dict[str, np.ndarray]
     iteration: int
     episodes: int
     steps: int

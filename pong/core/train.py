@@ -153,7 +153,7 @@ class Trainer:
         self.dealer = Dealer(actors, seed, expect=min(workers, cpus))  # waits for those
 
     def step(self) -> Update:
-        """One update: play a game per worker (``play``), then RMSProp (``apply``)."""
+        """One update: play the batch's games (``play``), then RMSProp (``apply``)."""
         update = self.play()
         self.apply(update)
         return update

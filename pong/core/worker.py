@@ -119,12 +119,12 @@ def game_randomness(
 ) -> tuple[np.random.Generator, int]:
     """A game's action draws and its env's reset seed, from the game's ``seed``.
 
-    The two children are ``seed.spawn(2)``'s, made the same way each time
-    (``spawn`` on one object counts its calls).
+    They are the two children ``seed.spawn(2)`` gives, made here by their spawn keys, so
+    that each call gives the same two (``spawn`` counts its calls on one object).
     """
     if not isinstance(seed, np.random.SeedSequence):
         seed = np.random.SeedSequence(seed)
-    actions, env = (
+    actions, reset = (
         np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)) for k in (0, 1)
     )
-    return np.random.default_rng(actions), int(env.generate_state(1)[0])
+    return np.random.default_rng(actions), int(reset.generate_state(1)[0])

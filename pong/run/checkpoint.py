@@ -58,6 +58,8 @@ class CheckpointError(UsageError, ValueError):
 class Checkpoint(State):
     """A run's state (``rmsprop_cache`` is ``None`` from a policy file) with its settings."""
 
+    rmsprop_cache: dict[str, np.ndarray] | None  # a policy file holds none: not a State to train
+
     config: Config
 
     @classmethod

@@ -72,9 +72,21 @@ def test_import_pong_loads_what_its_docstring_says() -> None:
     assert done.stdout.split() == ["['pong',", "'pong.core']"], done.stderr
 
 
+def test_each_name_pong_core_lists_is_what_it_names_not_a_module_of_that_name() -> None:
+    import importlib
+    import types
+
+    import pong.core
+
+    for module in (ROOT / "pong" / "core").glob("*.py"):  # all loaded, as a run has them
+        importlib.import_module(f"pong.core.{module.stem}")
+    for name in pong.core.__all__:
+        assert not isinstance(getattr(pong.core, name), types.ModuleType), name
+
+
 def test_import_pong_and_the_model_load_no_ray() -> None:
     assert not loads_ray("import pong, pong.core, pong.envs, pong.run, pong.tools")
-    assert not loads_ray("from pong import Model, preprocess, process_rewards, rollout")
+    assert not loads_ray("from pong import Model, process_rewards, episode_gradient")
     assert loads_ray("from pong import RolloutWorker")  # the actor is Ray's, so the test can fail
 
 
