@@ -183,7 +183,7 @@ def png(text: str) -> Path:
     return Path(text)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     parser = argparse.ArgumentParser(
         prog="python -m pong.plot",
         description="Draw a run's learning curves as a PNG, or overlay several runs' curves.",
@@ -211,7 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="with several runs: draw each one's first N episodes only",
     )
-    args = parser.parse_args(argv)
+    return parser, parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser, args = parse_args(argv)
     args.run_dirs = runs_of(args.run_dirs)
     if bool(args.run_dirs) == (args.weights is not None):
         parser.error("give either run directories or --weights PATH")

@@ -299,26 +299,14 @@ def _tuner(args: argparse.Namespace, directory: Path, configs: list[Config]):
 def _report(directory: Path, grid, took: float) -> int:
     """The failed trials, the summary (printed and in ``summary.csv``), and the last line:
     done, or the command that finishes the sweep; the exit code."""
-    from pong.run.cluster import first_line
     from pong.run.errors import command
 
-    results = [r for r in grid if r.config]
-    configs = [Config.from_dict(r.config["settings"]["config"]) for r in results]
-    seconds = {trial_name(c): (r.metrics or {}).get("time_total_s", math.nan)
-               for c, r in zip(configs, results, strict=True)}  # fmt: skip
-    unfinished = len(grid) - grid.num_terminated - grid.num_errors  # Ctrl-C: not ended by Tune
-    ended = {}  # how each trial ended, where not at its end
-    for c, r in zip(configs, results, strict=True):
-        if r.error:  # the others went on
-            why = first_line(getattr(r.error, "cause", None) or r.error)  # Ray's wrapping off
-            print(f"note: trial {trial_name(c)} failed: {why}", flush=True)
-            ended[trial_name(c)] = "failed"
-        elif not _done(r.metrics or {}, r.config):
-            ended[trial_name(c)] = "unfinished" if unfinished else "stopped-early"
+    configs, ended = _ended(directory, grid)
+    seconds = {_name(r): (r.metrics or {}).get("time_total_s", math.nan) for r in grid if r.config}
     table = summarize(directory, configs, seconds, ended)
     write_summary(directory, table)
     print(f"\n{markdown(table)}\n")
-    if unfinished:  # stopped (Ctrl-C): each running trial saved its last update
+    if unfinished := list(ended.values()).count("unfinished"):  # Ctrl-C: each saved its update
         again = command("--resume", directory, module="pong.sweep")
         print(f"Stopped with {unfinished} trial(s) unfinished; continue with: {again}")
         return 130
@@ -326,7 +314,33 @@ def _report(directory: Path, grid, took: float) -> int:
     said = ", ".join(f"{n} {how}" for how, n in tally.items() if n)
     said = f" ({said})" if said else ""
     print(f"Done: {len(configs)} trials in {took:.0f} s{said}; {_shown(directory / SUMMARY)}")
-    return 1 if grid.num_errors else 0
+    return 1 if tally["failed"] else 0
+
+
+def _ended(directory: Path, grid) -> tuple[list[Config], dict[str, str]]:
+    """Every trial's settings, and how those that did not reach their end ended: failed (said
+    here, a line each), unfinished (a Ctrl-C), or stopped early by ASHA. The statuses are
+    the experiment state Tune saved (a Ctrl-C leaves its trials unended there; the grid
+    returned has only those that started)."""
+    from ray.tune import ExperimentAnalysis
+
+    from pong.run.cluster import first_line
+
+    trials = ExperimentAnalysis(str(directory / TUNE_DIR)).trials
+    results = {_name(r): r for r in grid if r.config}
+    configs, ended = [], {}
+    for t in trials:
+        configs.append(Config.from_dict(t.config["settings"]["config"]))
+        name, result = trial_name(configs[-1]), results.get(_name(t))
+        if result is not None and result.error:  # the others went on
+            why = first_line(getattr(result.error, "cause", None) or result.error)
+            print(f"note: trial {name} failed: {why}", flush=True)  # Ray's wrapping off
+            ended[name] = "failed"
+        elif t.status not in ("TERMINATED", "ERROR"):
+            ended[name] = "unfinished"
+        elif result is None or not _done(result.metrics or {}, t.config):
+            ended[name] = "stopped-early"
+    return configs, ended
 
 
 def _done(metrics: dict[str, Any], space: dict[str, Any]) -> bool:
@@ -350,6 +364,7 @@ def _settings(config: Config, args: argparse.Namespace, workers: int) -> dict[st
 
 
 def _name(t) -> str:
+    """A Tune trial's (or result's) name, from its settings."""
     return trial_name(Config.from_dict(t.config["settings"]["config"]))
 
 
