@@ -152,12 +152,13 @@ def test_a_client_whose_token_is_missing_or_wrong_is_told_what_to_check(
     token, cluster, tmp_path
 ) -> None:
     """Ray says why on stderr, in its own lines, and raises a plain ConnectionError after
-    about 20 s; the driver's last line names the address and what to check."""
+    about 20 s (3 here); the driver's last line names the address and what to check."""
     address, env, base, *_ = cluster
     wrong = tmp_path / "wrong_token"
     wrong.write_text(secrets.token_hex(32))
-    given = {**env, "RAY_AUTH_TOKEN_PATH": str(wrong)}  # RAY_AUTH_MODE=token, a wrong token
-    nowhere = {**base, "HOME": str(tmp_path)}  # no ~/.ray/auth_token, no RAY_AUTH_* variables
+    tries = {"RAY_NUM_REDIS_GET_RETRIES": "3"}  # Ray's tries to reach the GCS, a second each
+    given = {**env, **tries, "RAY_AUTH_TOKEN_PATH": str(wrong)}  # RAY_AUTH_MODE=token, wrong
+    nowhere = {**base, **tries, "HOME": str(tmp_path)}  # no ~/.ray/auth_token, no RAY_AUTH_*
     proc = run_driver(
         [f"--address={address}", "--iterations=1", f"--run-dir={tmp_path / 'run'}"],
         nowhere if token == "none" else given,
