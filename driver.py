@@ -44,7 +44,7 @@ from pong.envs.make import check_env
 from pong.run.cluster import ClusterError, cluster_summary, connect, resolve_address
 from pong.run.config import Config, Evaluation, Options, add_flags, fill, given, hyperparameters
 from pong.run.directory import Run
-from pong.run.errors import PongError, UsageError, output_closed
+from pong.run.errors import OneLineParser, PongError, UsageError, output_closed
 from pong.run.report import announce, batch_line, failed, farewell, interrupted, reached, started
 from pong.run.stops import Stops
 from pong.tools import snapshot
@@ -53,14 +53,9 @@ from pong.tools.evaluate import evaluate
 PROG = "driver.py"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not usage + error
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The flags: one for each field of ``Config``, ``Options`` and ``Evaluation``."""
-    parser = _Parser(
+    parser = OneLineParser(
         prog=PROG, description="Train Karpathy's policy-gradient Pong with Ray actors."
     )
     add_flags(parser.add_argument_group("the run's settings (a resumed run keeps its own)"), Config)

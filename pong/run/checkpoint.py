@@ -24,7 +24,7 @@ from safetensors import SafetensorError
 from pong.core.model import D, H
 from pong.core.state import State
 from pong.run.config import Config
-from pong.run.errors import UsageError, command
+from pong.run.errors import UsageError, command, first_line
 from pong.run.files import NotRegularError, PathLike, atomic_write, open_file
 
 __all__ = ["FILENAME", "Checkpoint", "CheckpointError", "decode", "encode", "load", "save"]
@@ -173,8 +173,9 @@ def decode(data: bytes, path: PathLike, *, policy: bool = False) -> Checkpoint:
     except KeyError as e:  # a dtype safetensors knows and NumPy has not (BF16, F8_*)
         raise CheckpointError(f"{path}: not a pong checkpoint (a tensor of dtype {e})") from None
     except (SafetensorError, ValueError, TypeError) as e:  # and numpy's, for odd shapes
-        reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CheckpointError(f"{path}: not a readable safetensors file ({reason})") from None
+        raise CheckpointError(
+            f"{path}: not a readable safetensors file ({first_line(e)})"
+        ) from None
     length = int.from_bytes(data[:8], "little")
     return checked(path, tensors, _metadata(path, data[8 : 8 + length]), policy)
 

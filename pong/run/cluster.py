@@ -13,7 +13,7 @@ import warnings
 
 import ray
 
-from pong.run.errors import PongError, UsageError
+from pong.run.errors import PongError, UsageError, first_line
 
 __all__ = ["ClusterError", "cluster_summary", "connect", "joined", "resolve_address"]
 
@@ -109,12 +109,6 @@ def _raise_for(address: str, error: BaseException) -> None:
         mine = "check that this machine's token is the head node's ~/.ray/auth_token"
         line += f"; if the cluster uses token authentication, {mine if token_mode else TOKEN_HELP}"
     raise ClusterError(line)
-
-
-def first_line(error: BaseException) -> str:
-    """The first line of what Ray said, or the error's type when it said nothing."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def connect(address: str | None, num_cpus: int | None = None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import signal
@@ -11,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
-__all__ = ["PongError", "RunFileError", "UsageError", "command", "quiet_when_piped", "writing"]
+__all__ = ["OneLineParser", "PongError", "RunFileError", "UsageError", "command", "first_line"]
+__all__ += ["quiet_when_piped", "writing"]
 
 
 class PongError(Exception):
@@ -98,3 +100,16 @@ def command(*words: str | os.PathLike, module: str | None = None) -> str:
     program = f"-m {module}" if module else "driver.py"
     args = " ".join(w if isinstance(w, str) and w.startswith("-") else pasteable(w) for w in words)
     return f"{pasteable(sys.executable)} {program} {args}"
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of what ``error`` says, or its type's name when it says nothing."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (argparse's usage line left out)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")

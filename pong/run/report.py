@@ -12,10 +12,10 @@ import sys
 import ray
 
 from pong.core.train import Trainer, Update
-from pong.run.cluster import first_line, joined
+from pong.run.cluster import joined
 from pong.run.config import Options
 from pong.run.directory import JOB_CONFIG, Run, in_ray_job
-from pong.run.errors import UsageError, pasteable, printable, shell_word
+from pong.run.errors import UsageError, first_line, pasteable, printable, shell_word
 
 __all__ = ["announce", "batch_line", "failed", "farewell", "interrupted", "started"]
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from pong.run import checkpoint as ckpt
+from pong.run.errors import first_line
 from pong.run.files import NotRegularError, atomic_write, open_file
 
 __all__ = ["main", "read_npz"]
@@ -46,8 +47,8 @@ def read_npz(path: Path) -> tuple[ckpt.Checkpoint, bytes]:
     except KeyError as e:
         raise ckpt.CheckpointError(f"{path}: not a pong .npz file (no {e} in it)") from None
     except Exception as e:  # whatever zipfile, NumPy or json make of a damaged file
-        reason = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ckpt.CheckpointError(f"{path}: not a pong .npz file ({reason[:200]})") from None
+        reason = first_line(e)[:200]
+        raise ckpt.CheckpointError(f"{path}: not a pong .npz file ({reason})") from None
     checkpoint = ckpt.checked(path, arrays, metadata, policy=True)
     data = ckpt.encode(checkpoint, policy=checkpoint.rmsprop_cache is None)
     ckpt.decode(data, path, policy=True)  # what this version writes, it must read: every bound

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pong.run.config import Config, Options, add_flags
+from pong.run.errors import OneLineParser, first_line
 
 __all__ = ["main", "trial_name"]
 
@@ -52,13 +53,8 @@ def trial_name(config: Config) -> str:
     )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, as the driver's
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = _Parser(
+    parser = OneLineParser(
         prog=PROG,
         description="Sweep seeds and settings on Ray Tune; each trial is a driver.py run.",
     )
@@ -323,8 +319,6 @@ def _ended(directory: Path, grid) -> tuple[list[Config], dict[str, str]]:
     the experiment state Tune saved (a Ctrl-C leaves its trials unended there; the grid
     returned has only those that started)."""
     from ray.tune import ExperimentAnalysis
-
-    from pong.run.cluster import first_line
 
     trials = ExperimentAnalysis(str(directory / TUNE_DIR)).trials
     results = {_name(r): r for r in grid if r.config}
