@@ -131,3 +131,15 @@ def test_the_shipped_policy_plays_its_quoted_game_and_far_better_than_a_fresh_on
     [(fresh_won, fresh_lost, _)] = play_games(Model(seed=0), "ALE/Pong-v5", 1, seed=0)
     assert fresh_won - fresh_lost <= -18  # a fresh policy loses nearly every point
     assert won - lost >= -12, (won, lost)  # the shipped one wins many (RESULTS.md)
+
+
+def test_results_md_quotes_the_next_agent_s_20_test_games() -> None:
+    run = ROOT / "results" / "lr-study" / "next-agent"
+    first, *games, last = (run / "evaluation.txt").read_text().splitlines()
+    assert first.endswith(f"(update {len(_rows(run / 'updates.csv'))}), seed 0")
+    matches = [GAME.fullmatch(line) for line in games]
+    assert all(matches) and len(matches) == 20
+    scores = [int(m[4]) - int(m[5]) for m in matches]
+    mean, won = sum(scores) / 20, sum(m[3] == "won" for m in matches)
+    spread = (sum((x - mean) ** 2 for x in scores) / 20) ** 0.5
+    assert f"it won {won}, mean score {mean:+.2f} (standard deviation {spread:.2f})" in RESULTS_MD
