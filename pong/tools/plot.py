@@ -19,7 +19,7 @@ import numpy as np
 
 from pong.run.checkpoint import load
 from pong.run.config import positive_int
-from pong.run.errors import printable
+from pong.run.errors import OneLineParser, printable
 from pong.run.files import Directory, atomic_write
 from pong.run.metrics import EPISODES, UPDATES, rows
 from pong.tools.compare import check_distinct, runs_of
@@ -184,7 +184,7 @@ def png(text: str) -> Path:
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m pong.plot",
         description="Draw a run's learning curves as a PNG, or overlay several runs' curves.",
     )
