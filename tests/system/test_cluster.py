@@ -28,6 +28,7 @@ from tests.helpers import (
     run_driver,
     stop_processes_of,
 )
+from tests.hosts import cannot_make_namespaces
 
 pytestmark = [pytest.mark.ray, pytest.mark.ale, pytest.mark.cluster]
 
@@ -223,41 +224,35 @@ def _submit(dashboard: str, env: dict[str, str], args: list[str], *flags: str):
     )
 
 
-def test_a_ray_job_trains_and_its_run_outlives_the_job(cluster, tmp_path) -> None:
+def test_a_ray_job_trains_and_ray_job_stop_keeps_its_last_update_outside_the_job(
+    cluster, tmp_path
+) -> None:
+    """docs/cluster.md's job, stopped: the run is in the user's HOME, not the job's copy of
+    the working dir, and its last line continues it as a job. The documented
+    ``--runtime-env runtime_env.yaml`` (each node builds the job a virtualenv: about 45 s)
+    is tested on the namespace hosts where they can be made, and here otherwise."""
     address, env, _, temp_dir, dashboard, _ = cluster
-    job = _submit(dashboard, env, ["--batch-size=2", "--iterations=2", "--seed=1"], _home(tmp_path))
-    assert job.returncode == 0 and "succeeded" in job.stdout, job.stdout + job.stderr
-    [run] = (tmp_path / "ray_results" / "pong").iterdir()  # not in the job's working_dir copy
-    lines = job.stdout.splitlines()
-    assert any(line.startswith("Running on the Ray cluster at ") for line in lines)
-    assert f"Run directory: {run} (" in job.stdout
-    [done] = [line for line in lines if line.startswith("Done: 2 updates")]
-    # The command that continues it names the same cluster (Ray's CLI takes the GCS address).
-    again = re.search(r"continue with: ray job submit --address (\S+) --working-dir \. -- ", done)
-    assert again and again[1].endswith(address.rpartition(":")[1:]), done
-    assert done.endswith(f"python driver.py --resume {run})")
-    saved = load(run)
-    assert saved.iteration == 2 and len((run / "updates.csv").read_text().splitlines()) == 3
-    assert str(temp_dir) not in str(run)
-
-
-def test_the_documented_job_trains_and_ray_job_stop_keeps_the_last_update(cluster, tmp_path):
-    """With ``--runtime-env runtime_env.yaml``: each node builds the job its virtualenv."""
-    _, env, _, _, dashboard, _ = cluster
-    run = tmp_path / "run"
-    flags = "--runtime-env=runtime_env.yaml", "--no-wait"
-    job = _submit(dashboard, env, ["--batch-size=2", f"--run-dir={run}"], *flags)
+    pip = ("--runtime-env=runtime_env.yaml",) if cannot_make_namespaces() else ()
+    job = _submit(dashboard, env, ["--batch-size=2"], _home(tmp_path), "--no-wait", *pip)
     assert job.returncode == 0, job.stderr
     [job_id] = re.findall(r"raysubmit_\w+", job.stdout)[:1]
-    deadline = time.monotonic() + 120
-    while not (run / "updates.csv").exists() and time.monotonic() < deadline:
+    runs, deadline = tmp_path / "ray_results" / "pong", time.monotonic() + 150
+    while not list(runs.glob("*/updates.csv")) and time.monotonic() < deadline:
         time.sleep(0.5)
     stop = _ray(["job", "stop", f"--address={dashboard}", job_id], env)
     assert stop.returncode == 0, stop.stdout + stop.stderr
     logs = _ray(["job", "logs", f"--address={dashboard}", job_id], env).stdout
     assert "Interrupted by SIGTERM; shutting down Ray." in logs and "Traceback" not in logs, logs
     assert any(map(BATCH_LINE.match, logs.splitlines())), logs
-    assert "(1 + 1: " in logs, logs  # a worker on each node, in the job's virtualenv there
+    assert "(1 + 1: " in logs, logs  # a worker on each node
+    [run] = runs.iterdir()
+    assert f"Run directory: {run} (" in logs and str(temp_dir) not in str(run)
+    [done] = [line for line in logs.splitlines() if line.startswith("Done: ")]
+    # The command that continues it names the same cluster (Ray's CLI takes the GCS address).
+    again = re.search(r"ray job submit --address (\S+) --working-dir \. (.*)-- python", done)
+    assert again and again[1].endswith(address.rpartition(":")[1:]), done
+    assert again[2] == (f"{pip[0].replace('=', ' ')} " if pip else ""), done
+    assert done.endswith(f"python driver.py --resume {run})")
     saved = load(run)  # saved on the way out, within Ray's 3 s before SIGKILL
     assert saved.iteration >= 1
     assert len((run / "updates.csv").read_text().splitlines()) == saved.iteration + 1
