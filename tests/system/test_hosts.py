@@ -18,7 +18,7 @@ import pytest
 
 from tests.helpers import BATCH_LINE, ROOT, stop_processes_of
 from tests.hosts import SUBNET, Hosts, cannot_make_namespaces
-from tests.system.test_faults import start_driver, wait_for
+from tests.system.test_faults import HEALTH, start_driver, wait_for
 
 pytestmark = [pytest.mark.ray, pytest.mark.cluster]
 
@@ -29,14 +29,6 @@ PORT = 6379  # the head's GCS; each namespace has ports of its own
 # after a cut; a node takes about 10 s to join, so that run is longer.
 TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", "--seed=3"]
 SHORT, LONG = "--iterations=60", "--iterations=300"
-# Ray's documented health-check settings: a node that stops answering is declared dead in
-# about 3 s instead of 30.
-HEALTH = {
-    "RAY_health_check_initial_delay_ms": "1000",
-    "RAY_health_check_period_ms": "1000",
-    "RAY_health_check_timeout_ms": "1000",
-    "RAY_health_check_failure_threshold": "3",
-}
 
 
 @pytest.fixture(scope="module")
