@@ -49,9 +49,8 @@ class Update:
 
     iteration: int  # this update's number, from 1
     running_reward: float | None  # the running mean of game scores, after each game added
-    games: list[int] = field(default_factory=list)  # each game's index in the batch, from 0
     rewards: list[float] = field(default_factory=list)  # each game's score
-    episode_steps: list[int] = field(default_factory=list)  # each game's env steps
+    lengths: list[int] = field(default_factory=list)  # each game's env steps
     messages: list[str] = field(default_factory=list)  # notes and warnings, one line each
     left_out: int = 0  # games whose gradient was not finite
     seconds: float = 0.0  # wall time of the whole update
@@ -68,12 +67,11 @@ class Update:
         batch's other results are held at once: a ``SparseGrad`` each.
         """
         self.held[game] = result
-        while self.rollouts in self.held:  # the next game in order is in
-            self._add_next(self.held.pop(self.rollouts), grad_buffer)
+        while self.played in self.held:  # the next game in order is in
+            self._add_next(self.held.pop(self.played), grad_buffer)
 
     def _add_next(self, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
         """The next game's gradient into ``grad_buffer``, its score into the running mean."""
-        game = self.rollouts
         if result.note:
             self.messages.append(f"note: {result.note}")
         if result.grad.is_finite():
@@ -83,21 +81,21 @@ class Update:
             self.messages.append(
                 "warning: a worker returned a non-finite gradient; left out of this update"
             )
-        self.games.append(game)
         self.rewards.append(result.reward)
-        self.episode_steps.append(result.steps)
+        self.lengths.append(result.steps)
         running = self.running_reward
         self.running_reward = (
             result.reward if running is None else running * 0.99 + result.reward * 0.01
         )
 
     @property
-    def rollouts(self) -> int:
+    def played(self) -> int:
+        """Games added so far: games 0 to ``played - 1``."""
         return len(self.rewards)
 
     @property
     def steps(self) -> int:
-        return sum(self.episode_steps)
+        return sum(self.lengths)
 
     @property
     def steps_per_second(self) -> float:
@@ -189,7 +187,7 @@ class Trainer:
                 the state stays that of the last finished update.
         """
         lr, decay = self.learning_rate, self.decay_rate
-        if update.left_out == update.rollouts:
+        if update.left_out == update.played:
             problem = "no game of the batch gave a finite gradient"
         else:
             try:
@@ -205,7 +203,7 @@ class Trainer:
     def _commit(self, update: Update) -> None:
         """Make a finished update part of the state (a stopped one never is)."""
         self.iteration += 1
-        self.episodes += update.rollouts
+        self.episodes += update.played
         self.steps += update.steps
         self.running_reward = update.running_reward
         if self.best_running_reward is None or self.running_reward > self.best_running_reward:

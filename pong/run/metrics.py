@@ -71,7 +71,7 @@ class MetricsLog:
 
     def record(self, update: Update, trainer: Trainer) -> None:
         """The rows of the update ``trainer`` just made, flushed."""
-        rewards, first = update.rewards, trainer.episodes - update.rollouts + 1
+        rewards, first = update.rewards, trainer.episodes - update.played + 1
         values = (update.iteration, trainer.episodes, trainer.steps, round(update.seconds, 4))
         values += (round(update.steps_per_second, 1), trainer.running_reward)
         values += (sum(rewards) / len(rewards), min(rewards), max(rewards))
@@ -79,7 +79,7 @@ class MetricsLog:
         row["games_by_node"] = " ".join(f"{node}={n}" for node, n in sorted(update.nodes.items()))
         episodes = [
             {"episode": i, "update": update.iteration, "reward": r, "steps": n}
-            for i, (r, n) in enumerate(zip(rewards, update.episode_steps, strict=True), first)
+            for i, (r, n) in enumerate(zip(rewards, update.lengths, strict=True), first)
         ]
         self.write(row, episodes)
 

@@ -74,7 +74,7 @@ def started(trainer: Trainer) -> str:
 def batch_line(update: Update, trainer: Trainer) -> str:
     """One update's line: games, steps, seconds, speed and the running mean."""
     return (
-        f"Batch {update.iteration} computed {update.rollouts} rollouts"
+        f"Batch {update.iteration} computed {update.played} rollouts"
         f" ({update.steps} steps) in {update.seconds:.2f} seconds"
         f" ({update.steps_per_second:.0f} steps/s), running mean is"
         f" {trainer.running_reward:.2f}"

@@ -59,8 +59,8 @@ def test_results_are_added_in_game_order_whatever_order_they_arrive_in() -> None
             differs |= arrival[k].tobytes() != expected[k].tobytes()
         assert update.running_reward == running and not update.held
         assert update.rewards == [r.reward for r in results]
-        assert update.episode_steps == [r.steps for r in results]
-        assert update.games == list(range(12))
+        assert update.lengths == [r.steps for r in results]
+        assert update.played == 12
     assert differs  # the order matters to these numbers, so the test can fail
 
 
@@ -70,7 +70,7 @@ def _train(updates: int, workers: int, resume: Checkpoint | None = None):
     games = []
     for _ in range(updates):
         update = trainer.step()
-        games.append((update.iteration, update.rewards, update.episode_steps))
+        games.append((update.iteration, update.rewards, update.lengths))
         games.append(update.running_reward)
     release(trainer)
     return encode(Checkpoint.of(trainer.state(), TOY)), games
@@ -116,7 +116,7 @@ def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(local_ray) -> 
     assert update.messages == [
         "warning: a worker returned a non-finite gradient; left out of this update"
     ]
-    assert update.rollouts == 2 and trainer.iteration == 1 and trainer.episodes == 2
+    assert update.played == 2 and trainer.iteration == 1 and trainer.episodes == 2
     # Exactly one RMSProp step with the finite gradient alone.
     expected, cache = Model.from_weights(before), zeros_like_weights(before)
     buffer = zeros_like_weights(before)

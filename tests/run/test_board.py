@@ -29,7 +29,7 @@ class Counters:
         self.running_reward = sum(rewards) / len(rewards)
         return SimpleNamespace(
             rewards=rewards,
-            episode_steps=lengths,
+            lengths=lengths,
             steps=sum(lengths),
             seconds=seconds,
             steps_per_second=sum(lengths) / seconds,
