@@ -80,6 +80,7 @@ def test_each_worker_gets_the_next_game_as_it_finishes_its_last(local_ray) -> No
     # Every game of update 1 was seeded by its index, whichever worker played it.
     seeds = [key for a in trainer.dealer.actors for key in ray.get(a.get_seeds.remote())]
     assert sorted(seeds) == [(1, g) for g in range(5)]
+    release(trainer)  # their CPUs, for the next test's workers
 
 
 def test_no_more_workers_than_cpus_nor_than_games(local_ray) -> None:
