@@ -6,7 +6,6 @@ steps/s; then each figure's median and range. RESULTS.md quotes it; a test regen
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 import sys
@@ -14,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pong.run.errors import printable
+from pong.run.errors import OneLineParser, printable
 from pong.run.metrics import Passed, summary
 
 __all__ = ["MARKS", "Figures", "check_distinct", "figures", "table"]
@@ -119,7 +118,7 @@ def check_distinct(run_dirs: Sequence[Path]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m pong.compare",
         description="Compare runs: when each passed the marks, and the spread (Markdown).",
     )

@@ -7,7 +7,6 @@ and members bounded first), checks it as any checkpoint, and writes the same num
 
 from __future__ import annotations
 
-import argparse
 import json
 import zipfile
 from collections.abc import Sequence
@@ -16,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from pong.run import checkpoint as ckpt
-from pong.run.errors import first_line
+from pong.run.errors import OneLineParser, first_line
 from pong.run.files import NotRegularError, atomic_write, open_file
 
 __all__ = ["main", "read_npz"]
@@ -65,7 +64,7 @@ def _metadata(meta: dict) -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m pong.convert",
         description="Convert a checkpoint or policy file of an earlier version (.npz) to"
         " safetensors.",

@@ -6,37 +6,34 @@ as safetensors; ``driver.py --evaluate`` plays it and ``--start-from`` trains it
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from pong.run.checkpoint import CheckpointError, load, save_policy
+from pong.run.errors import OneLineParser
 
 __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m pong.export", description="Export a run's policy as a small file to share."
     )
     parser.add_argument("checkpoint", type=Path, help="a checkpoint file or a run directory")
     parser.add_argument("output", type=Path, help="the policy file to write (.safetensors)")
     args = parser.parse_args(argv)
 
-    def refuse(message: str) -> None:  # one line, as the driver's: not argparse's usage too
-        parser.exit(2, f"{parser.prog}: error: {message}\n")
-
     if args.output.suffix != ".safetensors":
-        refuse(f"argument output: must end in .safetensors, got {str(args.output)!r}")
+        parser.error(f"argument output: must end in .safetensors, got {str(args.output)!r}")
     if not args.output.parent.is_dir():
-        refuse(f"argument output: no such directory {args.output.parent}")
+        parser.error(f"argument output: no such directory {args.output.parent}")
     if os.path.lexists(args.output):  # said before the loading; save_policy makes sure
-        refuse(f"argument output: {args.output} exists; choose a new name")
+        parser.error(f"argument output: {args.output} exists; choose a new name")
     try:
         checkpoint = load(args.checkpoint, policy=True)
     except CheckpointError as e:
-        refuse(f"argument checkpoint: {e}")
+        parser.error(f"argument checkpoint: {e}")
     try:  # lands only if no file has the name, in one step: a second writer cannot win too
         size = save_policy(args.output, checkpoint, replace=False)
     except FileExistsError:

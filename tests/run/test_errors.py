@@ -45,3 +45,24 @@ def test_output_to_a_full_disk_is_one_line(command, run_dir, tmp_path) -> None:
     assert done.stderr == (
         f"python -m {command[0]}: error: could not write the output: No space left on device\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [
+        ("pong.tools.compare", []),
+        ("pong.tools.convert", ["a.npz", "b.txt"]),
+        ("pong.tools.export", ["only-one"]),
+        ("pong.tools.plot", ["--episodes", "x"]),
+        ("pong.tools.sweep", ["--seeds"]),
+    ],
+)
+def test_a_bad_command_line_is_one_line_naming_the_command(module, argv, capsys) -> None:
+    """argparse's usage line is left out: the error is the whole message (OneLineParser)."""
+    main = __import__(module, fromlist=["main"]).main
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("python -m pong."), err
+    assert err.endswith(" (see --help)\n"), err
