@@ -111,10 +111,12 @@ def _raise_for(address: str, error: BaseException) -> None:
     raise ClusterError(line)
 
 
-def connect(address: str | None, num_cpus: int | None = None) -> None:
+def connect(address: str | None, num_cpus: int | None = None, log_to_driver: bool = True) -> None:
     """Join the cluster at ``address`` (``HOST:PORT`` or ``"auto"``), or start a local Ray of
     ``num_cpus`` CPUs when it is ``None``; a ``ClusterError`` if nothing answers there, the
-    cluster refuses the client's authentication, or Ray fails to start."""
+    cluster refuses the client's authentication, or Ray fails to start. ``log_to_driver``:
+    print the output of Ray's worker processes here (Ray's default), or leave it in their
+    log files."""
     if address is not None and num_cpus is not None:
         raise UsageError("--num-cpus applies to a local Ray only, not with a cluster address")
     # A new local Ray turns token authentication on and says how to opt out: noise here.
@@ -139,6 +141,7 @@ def connect(address: str | None, num_cpus: int | None = None) -> None:
             num_cpus=num_cpus,
             include_dashboard=False,
             logging_level=logging.WARNING,
+            log_to_driver=log_to_driver,
         )
     except Exception as e:  # Ray raises a bare Exception when its new node dies
         ray.shutdown()  # ends what this ray.init had started

@@ -11,14 +11,13 @@ import csv
 import math
 import os
 import sys
-from argparse import ArgumentParser
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from pong.run.errors import UsageError, printable
+from pong.run.errors import OneLineParser, UsageError, printable
 from pong.run.files import Directory, open_file
 
 if TYPE_CHECKING:
@@ -254,7 +253,7 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser("python -m pong.metrics", description="Summarize a run's metrics.")
+    parser = OneLineParser("python -m pong.metrics", description="Summarize a run's metrics.")
     parser.add_argument("run_dir", type=Path, help="a run directory (holds updates.csv)")
     args = parser.parse_args(argv)
     try:

@@ -220,7 +220,9 @@ def run_sweep(args: argparse.Namespace, directory: Path, configs: list[Config] |
         logging.getLogger(name).setLevel(logging.CRITICAL)
     logging.getLogger("ray.tune.execution.tune_controller").setLevel(logging.CRITICAL)
     try:
-        connect(args.address, args.num_cpus)
+        # The sweep prints what each trial reports; what a trial's process prints stays in its
+        # log file. Forwarded, Ray's SIGTERM to trials at shutdown showed as a stray traceback.
+        connect(args.address, args.num_cpus, log_to_driver=False)
     except PongError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
