@@ -191,7 +191,8 @@ class Model:
         learning_rate: float,
         decay_rate: float,
     ) -> None:
-        """One RMSProp step of gradient ASCENT, in place on weights and cache.
+        """One RMSProp step of gradient ASCENT: new arrays replace the old in ``self.weights``
+        and ``rmsprop_cache`` (an array held elsewhere keeps its values).
 
         ``cache = decay_rate * cache + (1 - decay_rate) * g**2``;
         ``W += learning_rate * g / (sqrt(cache) + 1e-5)``.

@@ -26,7 +26,7 @@ from pong.core.worker import MAX_RESTARTS, Result, game_seed
 __all__ = ["Dealer", "WorkerError"]
 
 START_WAIT_S = 30.0  # at most, for the workers the cluster's CPUs can hold to start
-DESCRIBE_RETRIES = 30  # a worker unreachable this many times in a row while starting is dropped
+DESCRIBE_RETRIES = 30  # a worker unreachable more often in a row while starting is dropped
 
 Calls = dict[ray.ObjectRef, tuple[int, int | None]]  # a call -> (its worker, its game or None)
 
@@ -56,7 +56,7 @@ class Dealer:
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
         self.iteration, self.model_ref = 0, None  # the update being dealt, and its model
         self.left: deque[int] = deque()  # the update's games not dealt yet, lost ones first
-        self.played: Counter[str] = Counter()  # node name -> games of this update taken
+        self.nodes: Counter[str] = Counter()  # node name -> games of this update taken
         self.notes: list[str] = []  # what happened to the workers, one line each
         for i in range(len(actors)):
             self._describe(i)
@@ -75,7 +75,7 @@ class Dealer:
     def start(self, iteration: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
         """Deal update ``iteration``'s first games, one to each worker that is up."""
         self.iteration, self.model_ref = iteration, model_ref
-        self.left, self.played, self.notes = deque(range(batch_size)), Counter(), []
+        self.left, self.nodes, self.notes = deque(range(batch_size)), Counter(), []
         self.deal()
 
     def playing(self) -> bool:
@@ -96,7 +96,7 @@ class Dealer:
             return None, None
         self.free.add(i)
         self.up[i] = answer.node or self.up[i]  # a worker Ray restarted while idle may have moved
-        self.played[self.name(self.up[i])] += 1
+        self.nodes[self.name(self.up[i])] += 1
         return game, answer
 
     def deal(self) -> None:

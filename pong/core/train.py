@@ -176,7 +176,7 @@ class Trainer:
         self._apply(update)
         update.seconds = time.perf_counter() - update.started
         update.messages[:0] = self.dealer.notes  # workers lost or up, if any, come first
-        update.nodes = dict(self.dealer.played)
+        update.nodes = dict(self.dealer.nodes)
         self._commit(update)
 
     def _apply(self, update: Update) -> None:
@@ -220,8 +220,8 @@ class Trainer:
     def state(self) -> State:
         """The state after the last finished update (an update in flight is not in it)."""
         return State(
-            weights=self.model.weights,
-            rmsprop_cache=self.rmsprop_cache,
+            weights=dict(self.model.weights),  # the dicts, not their arrays: an update
+            rmsprop_cache=dict(self.rmsprop_cache),  # puts new arrays in the trainer's
             iteration=self.iteration,
             episodes=self.episodes,
             steps=self.steps,

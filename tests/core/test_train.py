@@ -143,6 +143,11 @@ def test_a_resumed_trainer_starts_from_the_saved_state(local_ray) -> None:
         np.testing.assert_array_equal(state.rmsprop_cache[k], saved.rmsprop_cache[k])
     assert (state.iteration, state.episodes, state.steps) == (12, 120, 123_456)
     assert (state.running_reward, state.best_running_reward) == (-19.75, -19.5)
+    trainer.step()  # a state taken before an update still holds that update's weights
+    for k in ("W1", "W2"):
+        np.testing.assert_array_equal(state.weights[k], saved.weights[k])
+        np.testing.assert_array_equal(state.rmsprop_cache[k], saved.rmsprop_cache[k])
+    assert not np.array_equal(trainer.state().weights["W2"], saved.weights["W2"])
     release(trainer)
 
 
