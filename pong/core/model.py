@@ -130,7 +130,7 @@ class Model:
             to the dense ``policy_forward(x)`` up to rounding.
         """
         h = self.weights["W1"][:, idx] @ val  # (H,): only the K columns that matter
-        h[h < 0] = 0  # ReLU
+        np.maximum(h, 0, out=h)  # ReLU (as h[h < 0] = 0, in one call; -0.0 and NaN stay)
         return sigmoid(float(self.weights["W2"] @ h)), h
 
     def policy_backward_sparse(

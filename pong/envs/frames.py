@@ -70,7 +70,7 @@ class AleFrames:
         done = self.ale.game_over(with_truncation=False) or self.ale.game_truncated()
 
         field = self._read_field()
-        candidates = np.flatnonzero(field != self.field)  # where the palette index changed
+        candidates = (field != self.field).nonzero()[0]  # where the palette index changed
         now = self._look_up(field, candidates)
         moved = now != self.table.take(self.field[candidates])  # the boolean changed too
         self.field = field
@@ -87,7 +87,7 @@ class AleFrames:
         A colour not seen before is learned first, from the current RGB screen.
         """
         found = self.table.take(field[pixels])
-        if found.max(initial=0) == UNKNOWN:
+        if found.size and found.max() == UNKNOWN:  # (max's initial= costs more than this)
             self.table[field] = is_object(self.ale.getScreenRGB()[FIELD][..., 0]).ravel()
             found = self.table.take(field[pixels])
         return found
