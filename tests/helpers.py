@@ -5,11 +5,15 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import ray
@@ -79,6 +83,39 @@ def stop_processes_of(*temp_dirs: Path, seconds: float = 2) -> None:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in ours):
             time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def ray_cluster(cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
+    """A Ray of ``cpus`` CPUs started with ``ray start``, for driver runs to join with
+    ``--address`` (each run then starts no Ray of its own: about 5 CPU-seconds less).
+
+    Yields ``(address, env)``: the env its clients run with. Token authentication is on, with
+    a token of its own (``ray start --head`` turns it on wherever a token exists). Its files
+    are in a temp dir of its own, by which it is stopped: no other Ray is touched.
+    """
+    temp_dir = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # short: Ray's socket paths
+    token = temp_dir / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RAY_")},
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    address = f"127.0.0.1:{free_port()}"
+    try:
+        head = subprocess.run(
+            [str(Path(sys.executable).parent / "ray"), "start", "--head",
+             f"--port={address.rpartition(':')[2]}", "--node-ip-address=127.0.0.1",
+             f"--num-cpus={cpus}", "--include-dashboard=false", f"--temp-dir={temp_dir / 'ray'}"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert head.returncode == 0, head.stdout + head.stderr
+        yield address, env
+    finally:
+        stop_processes_of(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def spawn_driver(args: list[str], env: dict[str, str], text: bool = True) -> subprocess.Popen:

@@ -27,6 +27,7 @@ from tests.helpers import (
     TOY,
     free_port,
     processes,
+    ray_cluster,
     run_driver,
     spawn_driver,
     stop_processes_of,
@@ -133,6 +134,14 @@ def _local_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
 
 
+@pytest.fixture(scope="module")
+def cluster():
+    """One Ray of 2 CPUs for the runs here that need no Ray of their own: (address, env).
+    The tests of a local Ray's start, stop and size start their own."""
+    with ray_cluster(cpus=2) as shared:
+        yield shared
+
+
 def _csv(path) -> list[dict[str, str]]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -140,7 +149,8 @@ def _csv(path) -> list[dict[str, str]]:
 
 @pytest.mark.ray
 @pytest.mark.ale
-def test_two_updates_then_resume_one_more(tmp_path) -> None:
+def test_two_updates_then_resume_one_more(tmp_path, cluster) -> None:
+    address, env = cluster
     run = tmp_path / "run"
     first = ["--batch-size=2", "--iterations=2", "--seed=0", "--num-cpus=2"]
     proc = run_driver([*first, f"--run-dir={run}", "--checkpoint-every=1"], _local_env())
@@ -165,7 +175,7 @@ def test_two_updates_then_resume_one_more(tmp_path) -> None:
     with open(run / "episodes.csv", "a") as f:
         f.write("5,3,-21.0,999\n6,3,-21.0,999\n")
 
-    proc = run_driver(["--resume", str(run), "--iterations=1", "--num-cpus=2"], _local_env())
+    proc = run_driver(["--resume", str(run), "--iterations=1", f"--address={address}"], env)
     assert proc.returncode == 0, proc.stderr
     assert "resuming after update 2" in proc.stdout
     [batch3] = [BATCH_LINE.match(line) for line in proc.stdout.splitlines() if line[:5] == "Batch"]
@@ -192,11 +202,12 @@ def test_two_updates_then_resume_one_more(tmp_path) -> None:
     ]
     assert len(board.Scalars("charts/episodic_return")) == 6
 
-    # The same seed on 1 CPU, never stopped: the same bytes, the same rows but for the times.
+    # The same seed on one worker, never stopped: the same bytes, the same rows but for the times.
     alone = tmp_path / "alone"
     proc = run_driver(
-        [*first[:2], "--iterations=3", "--seed=0", "--num-cpus=1", f"--run-dir={alone}"],
-        _local_env(),
+        [*first[:2], "--iterations=3", "--seed=0", "--workers=1", f"--run-dir={alone}"]
+        + [f"--address={address}"],
+        env,
     )
     assert proc.returncode == 0, proc.stderr
     assert (alone / FILENAME).read_bytes() == (run / FILENAME).read_bytes()
@@ -212,18 +223,19 @@ def test_two_updates_then_resume_one_more(tmp_path) -> None:
 
 @pytest.mark.ray
 def test_until_mean_stops_at_the_first_update_above_it_and_a_resume_past_it_is_refused(
-    tmp_path, capsys
+    tmp_path, capsys, cluster
 ) -> None:
+    address, env = cluster
     run = tmp_path / "run"
     toy = ["--env=PongToy/Catch-v0", "--batch-size=4", "--learning-rate=1e-2", "--seed=10"]
-    argv = [*toy, "--num-cpus=1", "--iterations=2", "--until-mean=-2.5", f"--run-dir={run}"]
-    proc = run_driver(argv, _local_env())  # stopped before the mark: the hint keeps it
+    argv = [*toy, f"--address={address}", "--iterations=2", "--until-mean=-2.5", f"--run-dir={run}"]
+    proc = run_driver(argv, env)  # stopped before the mark: the hint keeps it
     assert proc.returncode == 0, proc.stderr
     first_line, *_, done = proc.stdout.splitlines()
     assert first_line.endswith(", 2 updates or until the running mean is above -2.5")
     assert done.endswith(f" --resume {run} --until-mean=-2.5)")
-    again = shlex.split(done.rpartition("continue with: ")[2][:-1])
-    proc = run_driver([*again[2:], "--num-cpus=1", "--iterations=300"], _local_env())
+    again = shlex.split(done.rpartition("continue with: ")[2][:-1])  # with the --address
+    proc = run_driver([*again[2:], "--iterations=300"], env)
     assert proc.returncode == 0, proc.stderr
     running = [float(row["running_reward"]) for row in _csv(run / "updates.csv")]
     assert len(running) > 3, running  # it had to learn first: the toy starts near -3.4
@@ -403,14 +415,15 @@ def test_the_printed_resume_command_works_as_pasted_in_bash(name, tmp_path, monk
 
 @pytest.mark.ray
 def test_a_run_in_a_directory_with_an_awkward_name_goes_on_with_the_printed_command(
-    tmp_path,
+    tmp_path, cluster
 ) -> None:
+    address, env = cluster
     name = "-a b$c'd\"\ne"
-    toy = ["--env=PongToy/Catch-v0", "--batch-size=2", "--num-cpus=1", "--iterations=1"]
+    toy = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--address={address}", "--iterations=1"]
     first = subprocess.run(
         [sys.executable, str(ROOT / "driver.py"), *toy, "--seed=0", f"--run-dir={name}"],
         cwd=tmp_path,
-        env=_local_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=240,
@@ -418,9 +431,9 @@ def test_a_run_in_a_directory_with_an_awkward_name_goes_on_with_the_printed_comm
     assert first.returncode == 0, first.stderr
     command = resume_command(first.stdout.splitlines()[-1])
     again = subprocess.run(
-        ["bash", "-c", f"{command} --iterations=1 --num-cpus=1"],
+        ["bash", "-c", f"{command} --iterations=1"],  # the command names the cluster
         cwd=tmp_path,
-        env=_local_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=240,
@@ -517,11 +530,12 @@ def test_a_ctrl_c_while_the_libraries_load_is_no_traceback(after, tmp_path) -> N
 
 
 @pytest.mark.ray
-def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path) -> None:
+def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path, cluster) -> None:
     """``driver.py | head -1``: the run stops when nobody reads, saved, without a traceback."""
+    address, env = cluster
     run = tmp_path / "run"
-    args = ["--env=PongToy/Catch-v0", "--num-cpus=1", f"--run-dir={run}"]
-    proc = spawn_driver(args, _local_env(), text=False)
+    args = ["--env=PongToy/Catch-v0", f"--address={address}", f"--run-dir={run}"]
+    proc = spawn_driver(args, env, text=False)
     for line in iter(proc.stdout.readline, b""):  # the start lines, then the first update's
         if line.startswith(b"Batch 1 "):
             break
@@ -560,7 +574,7 @@ def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code,
 
 @pytest.mark.ray
 def test_a_policy_given_to_resume_leads_to_a_command_that_trains_it_on(
-    tmp_path, capsys, monkeypatch
+    tmp_path, capsys, monkeypatch, cluster
 ) -> None:
     """A shared agent people can keep training: the hint --resume gives, pasted into bash."""
     trained = replace(make_checkpoint(seed=9), config=Config(batch_size=3, env=TOY.env, seed=9))
@@ -571,9 +585,10 @@ def test_a_policy_given_to_resume_leads_to_a_command_that_trains_it_on(
     hint = capsys.readouterr().err.strip().rpartition("start a new run from its weights: ")[2]
     assert hint.endswith(f"driver.py --start-from {shlex.quote(str(policy))}")
     run = tmp_path / "run"
-    more = f" --iterations=1 --seed=1 --run-dir={run} --num-cpus=1 --checkpoint-every=1"
+    address, env = cluster
+    more = f" --iterations=1 --seed=1 --run-dir={run} --address={address} --checkpoint-every=1"
     proc = subprocess.run(
-        ["bash", "-c", hint + more], cwd=ROOT, env=_local_env(), capture_output=True, text=True
+        ["bash", "-c", hint + more], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
     first = proc.stdout.splitlines()[0]
