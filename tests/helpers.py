@@ -118,6 +118,44 @@ def ray_cluster(cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
+# Ray's documented health-check settings: a node that stops answering is declared dead in
+# about 3 s instead of 15 to 30 (Ray 2.60 defaults: every 3 s, 10 s to answer, 5 misses).
+HEALTH = {
+    "RAY_health_check_initial_delay_ms": "1000",
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_timeout_ms": "1000",
+    "RAY_health_check_failure_threshold": "3",
+}
+
+
+def start_driver(
+    args: list[str], out: Path, env: dict[str, str] | None = None, prefix=()
+) -> subprocess.Popen:
+    """``driver.py --seed=0 ARGS`` in the background (a local Ray of 2 CPUs unless ``env``),
+    after the command ``prefix`` (such as ``ip netns exec NS``); its output in ``out``."""
+    local = env is None
+    if local:
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        args = ["--num-cpus=2", *args]
+    return subprocess.Popen(
+        [*prefix, sys.executable, "driver.py", "--seed=0", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=open(out, "w"),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(predicate, proc: subprocess.Popen, seconds: float = 120) -> None:
+    """Wait until ``predicate()`` holds; fail (with ``proc``'s stderr) if ``proc`` ends first or
+    ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.1)
+
+
 def spawn_driver(args: list[str], env: dict[str, str], text: bool = True) -> subprocess.Popen:
     """``python driver.py ARGS`` from the repository root, started; stdout and stderr piped."""
     return subprocess.Popen(

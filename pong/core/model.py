@@ -5,8 +5,9 @@ Vocabulary, kept from Karpathy's 2016 program so the two read side by side:
 - ``H``, ``D``: hidden units and input size (80 x 80 difference frame).
 - ``W1`` (H, D) and ``W2`` (H,): the weights, in ``Model.weights``.
 - ``aprob``: probability of action 2 (paddle up) for one input ``x``.
-- ``epx`` (T, D), ``eph`` (T, H), ``epdlogp`` (T,): one episode's inputs,
-  hidden states and advantage-scaled gradients of the log-probability.
+- ``epx`` (T, D), ``eph`` (T, H), ``epdlogp`` (T,): one episode's inputs, hidden
+  states and gradients of log P(action taken) w.r.t. the logit (``y - aprob``). As in
+  2016, ``epdlogp`` keeps its name once scaled by the advantages for the backward pass.
 - ``learning_rate``, ``decay_rate``: the RMSProp step size and cache decay
   (their defaults are in ``pong.run.config.Config``).
 

@@ -26,14 +26,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.output.suffix != ".safetensors":
         parser.error(f"argument output: must end in .safetensors, got {str(args.output)!r}")
+    # What is wrong with a file, not with the command line: one line, without "see --help".
+    refuse = f"{parser.prog}: error: argument"
     if not args.output.parent.is_dir():
-        parser.error(f"argument output: no such directory {args.output.parent}")
+        parser.exit(2, f"{refuse} output: no such directory {args.output.parent}\n")
     if os.path.lexists(args.output):  # said before the loading; save_policy makes sure
-        parser.error(f"argument output: {args.output} exists; choose a new name")
+        parser.exit(2, f"{refuse} output: {args.output} exists; choose a new name\n")
     try:
         checkpoint = load(args.checkpoint, policy=True)
     except CheckpointError as e:
-        parser.error(f"argument checkpoint: {e}")
+        parser.exit(2, f"{refuse} checkpoint: {e}\n")
     try:  # lands only if no file has the name, in one step: a second writer cannot win too
         size = save_policy(args.output, checkpoint, replace=False)
     except FileExistsError:

@@ -26,7 +26,9 @@ from tests.helpers import (
     parents,
     processes,
     run_driver,
+    start_driver,
     stop_processes_of,
+    wait_for,
 )
 from tests.hosts import cannot_make_namespaces
 
@@ -265,8 +267,6 @@ def test_a_ray_job_trains_and_ray_job_stop_keeps_its_last_update_outside_the_job
 )
 def test_a_lost_node_s_games_are_played_elsewhere_and_training_goes_on(cluster, tmp_path) -> None:
     """Last in this module: it takes the second node down for good."""
-    from tests.system.test_faults import start_driver, wait_for
-
     address, env, *_, node_dir = cluster
     [raylet] = [
         pid

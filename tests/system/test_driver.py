@@ -31,9 +31,9 @@ from tests.helpers import (
     run_driver,
     spawn_driver,
     stop_processes_of,
+    wait_for,
 )
 from tests.run.test_checkpoint import make_checkpoint
-from tests.system.test_faults import wait_for
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ import platform
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,24 +18,17 @@ from pong.core.worker import MAX_RESTARTS
 from pong.run.checkpoint import load
 from tests.helpers import (
     BATCH_LINE,
-    ROOT,
+    HEALTH,
     descendants,
     parents,
     processes,
+    start_driver,
     started,
     stop_processes_of,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.ray, pytest.mark.ale]
-
-# Ray's documented health-check settings: a node that stops answering is declared dead in
-# about 3 s instead of 15 to 30 (Ray 2.60 defaults: every 3 s, 10 s to answer, 5 misses).
-HEALTH = {
-    "RAY_health_check_initial_delay_ms": "1000",
-    "RAY_health_check_period_ms": "1000",
-    "RAY_health_check_timeout_ms": "1000",
-    "RAY_health_check_failure_threshold": "3",
-}
 
 
 def worker_pids(driver: subprocess.Popen) -> list[int]:
@@ -49,32 +41,6 @@ def worker_pids(driver: subprocess.Popen) -> list[int]:
     return [
         pid for pid, title in processes() if pid in ours and title.startswith(b"ray::RolloutWorker")
     ]
-
-
-def start_driver(
-    args: list[str], out: Path, env: dict[str, str] | None = None, prefix=()
-) -> subprocess.Popen:
-    """``driver.py --seed=0 ARGS`` in the background (a local Ray of 2 CPUs unless ``env``),
-    after the command ``prefix`` (such as ``ip netns exec NS``); its output in ``out``."""
-    local = env is None
-    if local:
-        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-        args = ["--num-cpus=2", *args]
-    return subprocess.Popen(
-        [*prefix, sys.executable, "driver.py", "--seed=0", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=open(out, "w"),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def wait_for(predicate, proc: subprocess.Popen, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-        time.sleep(0.1)
 
 
 def test_a_killed_worker_is_restarted_and_every_batch_is_full(tmp_path) -> None:

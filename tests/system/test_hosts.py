@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BATCH_LINE, ROOT, stop_processes_of
+from tests.helpers import BATCH_LINE, HEALTH, ROOT, start_driver, stop_processes_of, wait_for
 from tests.hosts import SUBNET, Hosts, cannot_make_namespaces
-from tests.system.test_faults import HEALTH, start_driver, wait_for
 
 pytestmark = [pytest.mark.ray, pytest.mark.cluster]
 

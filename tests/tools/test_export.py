@@ -54,5 +54,6 @@ def test_bad_arguments_are_one_line(argv, message, tmp_path, capsys) -> None:
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1  # one line, no usage line before it
     assert err[0].startswith(f"python -m pong.export: error: {message.format(tmp=tmp_path)}")
+    assert ("see --help" in err[0]) == ("must end" in message)  # only where --help can help
     assert not (tmp_path / "a.safetensors").exists()
     assert load(tmp_path).rmsprop_cache is not None  # the run's checkpoint is still whole
