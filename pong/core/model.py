@@ -162,12 +162,11 @@ class Model:
         returns the gradient of ``sum_t epdlogp[t] * logit_t``, as the dense one up to rounding.
         """
         W1, W2 = self.weights["W1"], self.weights["W2"]
-        epdlogp = np.asarray(epdlogp, dtype=np.float64).ravel()
-        offsets = np.asarray(offsets)
+        epdlogp, offsets = np.asarray(epdlogp, dtype=np.float64).ravel(), np.asarray(offsets)
         T = epdlogp.size
-        # Only pixels that ever changed get a non-zero column; `local` maps each
+        # Only pixels that ever changed get a non-zero column; `row_of` maps each
         # stored entry to its pixel's row in GT.
-        columns, local = np.unique(indices, return_inverse=True)
+        columns, row_of = np.unique(indices, return_inverse=True)
         GT = np.zeros((columns.size, H))  # (K, H): row k is column columns[k] of G
         for start in range(0, T, BACKWARD_CHUNK):
             stop = min(start + BACKWARD_CHUNK, T)
@@ -176,12 +175,13 @@ class Model:
                 continue  # no pixel changed in these steps
             on = np.unpackbits(active[start:stop], axis=1, count=H)  # (block, H) of 0 and 1
             dh = epdlogp[start:stop, None] * on  # (block, H): dh without the factor W2
-            # The block's inputs, dense over only the pixels that changed in it.
-            pixels, column = np.unique(local[first:last], return_inverse=True)
-            rows = np.repeat(np.arange(stop - start), np.diff(offsets[start : stop + 1]))
-            epx = np.zeros((stop - start, pixels.size))  # (block, pixels)
-            epx[rows, column] = values[first:last]
-            GT[pixels] += epx.T @ dh  # (pixels, H)
+            # The block's inputs, dense over only the pixels that changed in it: `touched`
+            # are their rows in GT; each entry goes to its step's row, its pixel's column.
+            touched, column = np.unique(row_of[first:last], return_inverse=True)
+            step = np.repeat(np.arange(stop - start), np.diff(offsets[start : stop + 1]))
+            epx = np.zeros((stop - start, touched.size))  # (block, touched)
+            epx[step, column] = values[first:last]
+            GT[touched] += epx.T @ dh  # (touched, H)
         dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # (H,): row-wise W1[j] . G[j]
         return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 

@@ -49,11 +49,6 @@ class SparseEpisode(NamedTuple):
     epdlogp: np.ndarray
     epr: np.ndarray
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes of episode data held."""
-        return sum(a.nbytes for a in self)
-
 
 def rollout(
     model: Model, env: gym.Env, rng: np.random.Generator, seed: int | None = None

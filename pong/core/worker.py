@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import warnings
 from collections.abc import Callable
 from typing import NamedTuple
@@ -94,14 +93,13 @@ class RolloutWorker:
         return Result(grad, float(episode.epr.sum()), len(episode.epr), note, self.node)
 
     def describe(self) -> dict[str, object]:
-        """Where this worker runs (node id, host name, pid), and whether Ray restarted it."""
+        """Where this worker runs (node id, pid), and whether Ray restarted it."""
         with warnings.catch_warnings():  # Ray's property calls a deprecated API of its own
             warnings.simplefilter("ignore", DeprecationWarning)
             restarted = ray.get_runtime_context().was_current_actor_reconstructed
         return {
             "node_id": self.node,
             "restarted": restarted,
-            "hostname": socket.gethostname(),
             "pid": os.getpid(),
         }
 

@@ -182,8 +182,7 @@ def trial(space: dict[str, Any], sweep_dir: str) -> None:
         while (iterations is None or trainer.iteration < iterations) and not reached(
             trainer.running_reward, goal
         ):
-            update = trainer.play()
-            trainer.apply(update)
+            update = trainer.step()
             run.record(update, trainer)
             if run.watch_due(trainer.iteration):
                 shot = snapshot.take(trainer.model, run.config.env, seed=trainer.iteration)
