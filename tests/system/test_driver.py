@@ -287,10 +287,19 @@ def test_bad_resume_is_one_line_and_writes_nothing(argv, message, tmp_path, caps
 
 @pytest.mark.ray
 @pytest.mark.parametrize(
-    ("sig", "code", "times"),
-    [(signal.SIGINT, 130, 1), (signal.SIGTERM, 143, 1), (signal.SIGINT, 130, 20)],
+    ("sig", "code", "times", "local"),
+    [
+        (signal.SIGINT, 130, 1, False),
+        (signal.SIGTERM, 143, 1, False),
+        (signal.SIGINT, 130, 20, True),
+    ],
 )
-def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, times, tmp_path) -> None:
+def test_a_signal_stops_the_run_cleanly_and_saves_it(
+    sig, code, times, local, tmp_path, cluster
+) -> None:
+    """On the shared Ray, and on a local Ray of its own, which a stop must also shut down."""
+    address, env = cluster
+    where, env = (["--num-cpus=1"], _local_env()) if local else ([f"--address={address}"], env)
     out = tmp_path / "out.txt"
     run = tmp_path / "run"
     with open(out, "w") as stdout:
@@ -301,12 +310,12 @@ def test_a_signal_stops_the_run_cleanly_and_saves_it(sig, code, times, tmp_path)
                 "--env=PongToy/Catch-v0",
                 "--batch-size=1",
                 "--seed=0",
-                "--num-cpus=1",
+                *where,
                 f"--run-dir={run}",
                 "--checkpoint-every=1000",
             ],
             cwd=ROOT,
-            env=_local_env(),
+            env=env,
             stdout=stdout,
             stderr=subprocess.STDOUT,  # one stream: the resume hint must be its last line
             text=True,
@@ -466,10 +475,11 @@ def test_a_file_that_is_no_checkpoint_is_not_said_to_be_loadable_unsafely(tmp_pa
 
 @pytest.mark.ray
 def test_a_batch_far_larger_than_the_cpus_plays_on_one_worker_per_cpu_without_warnings(
-    tmp_path,
+    tmp_path, cluster
 ) -> None:
-    args = ["--env=PongToy/Catch-v0", "--batch-size=200", "--num-cpus=2", "--iterations=1"]
-    proc = run_driver([*args, f"--run-dir={tmp_path / 'run'}"], _local_env(), timeout=120)
+    address, env = cluster  # 2 CPUs
+    args = ["--env=PongToy/Catch-v0", "--batch-size=200", f"--address={address}", "--iterations=1"]
+    proc = run_driver([*args, f"--run-dir={tmp_path / 'run'}"], env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[2].startswith("Started 2 of 2 RolloutWorker actors (one CPU")
     assert "Batch 1 computed 200 rollouts" in proc.stdout
