@@ -13,7 +13,7 @@ from pong.run.config import Config
 from pong.tools.sweep import MAX_TRIALS, main, trial_name
 from tests.helpers import ROOT, run_driver, wait_for
 
-ITERATIONS = 60  # toy updates (about 0.1 s each): long enough to be stopped in the middle
+ITERATIONS = 60  # toy updates (about 0.05 s each): long enough to be stopped in the middle
 TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--iterations={ITERATIONS}", "--watch-every=0"]
 
 
