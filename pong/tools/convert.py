@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pong.envs.make import check_id
 from pong.run import checkpoint as ckpt
 from pong.run.errors import OneLineParser, first_line
 from pong.run.files import NotRegularError, atomic_write, open_file
@@ -51,6 +52,10 @@ def read_npz(path: Path) -> tuple[ckpt.Checkpoint, bytes]:
     checkpoint = ckpt.checked(path, arrays, metadata, policy=True)
     data = ckpt.encode(checkpoint, policy=checkpoint.rmsprop_cache is None)
     ckpt.decode(data, path, policy=True)  # what this version writes, it must read: every bound
+    try:  # and the driver must play (its env id is known to be short by now)
+        check_id(checkpoint.config.env)
+    except ValueError as e:
+        raise ckpt.CheckpointError(f"{path}: env: {e}") from None
     return checkpoint, data
 
 
@@ -59,7 +64,12 @@ def _metadata(meta: dict) -> dict[str, str]:
     if meta.get("format") not in OLD_FORMATS:
         raise ValueError(f"format {str(meta.get('format'))[:80]!r}")
     values = {name: meta[name] for name in (*ckpt.COUNTERS, *ckpt.MEANS, "seed")}
-    values = {"format": OLD_FORMATS[meta["format"]], **values, **meta["settings"]}
+    settings = meta["settings"]
+    if not isinstance(settings, dict) or set(settings) & {"format", *values}:
+        raise ValueError(
+            "settings that are not a dict of settings alone"
+        )  # none may pose as a count
+    values = {"format": OLD_FORMATS[meta["format"]], **values, **settings}
     return {k: ckpt.as_text(v) for k, v in values.items()}
 
 

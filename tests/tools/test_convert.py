@@ -111,8 +111,9 @@ def test_an_existing_output_is_never_replaced(tmp_path, capsys) -> None:
 
 
 def test_values_this_version_refuses_are_refused_when_converting(tmp_path) -> None:
-    """A converted file must open again: an env of a million characters, or a JSON name
-    given twice, are refused as they would be in a safetensors file."""
+    """A converted file must open again, and play: an env of a million characters or one this
+    program does not play, a JSON name given twice, or a setting posing as a counter, are
+    refused."""
     write_old(tmp_path / "checkpoint.npz", make_checkpoint())
     with np.load(tmp_path / "checkpoint.npz") as data:
         arrays = {k: data[k] for k in data.files}
@@ -122,6 +123,12 @@ def test_values_this_version_refuses_are_refused_when_converting(tmp_path) -> No
          "metadata 'env': expected a text of at most 200 characters"),
         ("twice", json.dumps(meta)[:-1] + ', "seed": 5}', "a name appears twice"),
         ("v2", json.dumps({**meta, "format": "pong-checkpoint/2"}), "format 'pong-checkpoint/2'"),
+        ("cartpole", json.dumps({**meta, "settings": {**meta["settings"], "env": "CartPole-v1"}}),
+         "env: unknown env id 'CartPole-v1'"),  # a file the driver would refuse to play
+        ("dict", json.dumps({**meta, "settings": {**meta["settings"], "env": {"a": 1}}}),
+         "env: env id \"{'a': 1}\" names a Python module"),
+        ("posing", json.dumps({**meta, "settings": {**meta["settings"], "iteration": 999}}),
+         "settings that are not a dict of settings alone"),  # not the update it was
     ):  # fmt: skip
         old = tmp_path / f"{label}.npz"
         np.savez(old, **arrays, meta=np.array(text))
