@@ -42,7 +42,7 @@ def game(model: Model, frames, rng: np.random.Generator, seed: int, spent: dict)
     ale, atari = frames.ale, frames.atari
     idx, arrived = np.empty(0, np.intp), np.empty(0, bool)
     offsets, indices, values, active = array("q", [0]), array("H"), array("b"), array("B")
-    dlogps, steps, done = array("d"), 0, False
+    dlogps, rewards, steps, done = array("d"), array("d"), 0, False
     while not done:
         t0 = clock()
         val = np.where(arrived, 1.0, -1.0)
@@ -55,8 +55,9 @@ def game(model: Model, frames, rng: np.random.Generator, seed: int, spent: dict)
         active.frombytes(np.packbits(h > 0).tobytes())
         dlogps.append((1.0 if action == UP else 0.0) - aprob)
         t2 = clock()
+        reward = 0.0
         for _ in range(atari._frameskip):  # ALE/Pong-v5: a fixed 4
-            ale.act(atari._action_set[action], 1.0)
+            reward += ale.act(atari._action_set[action], 1.0)
         done = ale.game_over(with_truncation=False) or ale.game_truncated()
         t3 = clock()
         field = frames._read_field()
@@ -65,6 +66,7 @@ def game(model: Model, frames, rng: np.random.Generator, seed: int, spent: dict)
         moved = now != frames.table.take(frames.field[candidates])
         frames.field = field
         idx, arrived = candidates[moved], now[moved].view(bool)
+        rewards.append(reward)
         t4 = clock()
         for part, ns in zip(PARTS, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             spent[part] += ns

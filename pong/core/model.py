@@ -131,7 +131,7 @@ class Model:
             to the dense ``policy_forward(x)`` up to rounding.
         """
         h = self.weights["W1"][:, idx] @ val  # (H,): only the K columns that matter
-        np.maximum(h, 0, out=h)  # ReLU (as h[h < 0] = 0, in one call; -0.0 and NaN stay)
+        np.maximum(h, 0, out=h)  # ReLU, in one call (h[h < 0] = 0 would keep a -0.0)
         return sigmoid(float(self.weights["W2"] @ h)), h
 
     def policy_backward_sparse(
@@ -177,10 +177,10 @@ class Model:
             dh = epdlogp[start:stop, None] * on  # (block, H): dh without the factor W2
             # The block's inputs, dense over only the pixels that changed in it: `touched`
             # are their rows in GT; each entry goes to its step's row, its pixel's column.
-            touched, column = np.unique(row_of[first:last], return_inverse=True)
-            step = np.repeat(np.arange(stop - start), np.diff(offsets[start : stop + 1]))
+            touched, column_of = np.unique(row_of[first:last], return_inverse=True)
+            step_of = np.repeat(np.arange(stop - start), np.diff(offsets[start : stop + 1]))
             epx = np.zeros((stop - start, touched.size))  # (block, touched)
-            epx[step, column] = values[first:last]
+            epx[step_of, column_of] = values[first:last]
             GT[touched] += epx.T @ dh  # (touched, H)
         dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # (H,): row-wise W1[j] . G[j]
         return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)

@@ -1,4 +1,5 @@
-"""The training loop's state and one update, as Ray's Pong example has it.
+"""The training loop: a trainer holding the model and its counters, and one update, as
+Ray's Pong example has it.
 
 ``Trainer.step`` is one update: ``play`` puts the model in the object store
 once, starts a game on every ``RolloutWorker`` that is up, takes each result

@@ -29,7 +29,9 @@ __all__ = [
 # not retry it: pong.core.schedule deals it); after that the worker is gone.
 MAX_RESTARTS = 3
 
-WORKER_MEMORY = 60 * 2**20  # bytes of its own a RolloutWorker playing Pong holds (about 57 MB)
+# What Ray reserves for a RolloutWorker: 60 MiB, just above the 56-57 MB of its own (private)
+# that one playing Pong was measured to hold (benchmarks/README.md, "Memory of a worker").
+WORKER_MEMORY = 60 * 2**20
 
 # Each worker runs its small matrix products single-threaded: ten workers with a
 # BLAS thread pool per core would fight over the cores. The variables must be in
