@@ -157,6 +157,10 @@ class Run:
                 f" {command(path, module='pong.convert')}, then {command('--resume', path.parent)}"
             )
         if path.is_file() and path.name != FILENAME:  # a copy: training on would rewind its run
+            try:  # hint at --start-from only for weights it can start from
+                load(path, policy=True)
+            except CheckpointError as e:
+                raise UsageError(f"--resume: {e}") from None
             raise UsageError(
                 f"--resume: {path} is not a run's {FILENAME}; to start a new run from its"
                 f" weights: {command('--start-from', path)}"

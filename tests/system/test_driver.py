@@ -19,7 +19,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import driver
 from pong.run import report
-from pong.run.checkpoint import FILENAME, load, save_policy
+from pong.run.checkpoint import FILENAME, load, save, save_policy
 from pong.run.config import Config
 from tests.helpers import (
     BATCH_LINE,
@@ -262,8 +262,13 @@ def test_until_mean_stops_at_the_first_update_above_it_and_a_resume_past_it_is_r
             "--resume: {tmp}/junk/checkpoint.safetensors: not a safetensors file (7 bytes long)",
         ),
         (
+            ["--resume", "{tmp}/copy.safetensors"],
+            "--resume: {tmp}/copy.safetensors is not a run's checkpoint.safetensors; to start a"
+            " new run from its weights: ",
+        ),
+        (  # no hint at --start-from, which would refuse it too
             ["--resume", "{tmp}/old.safetensors"],
-            "--resume: {tmp}/old.safetensors is not a run's checkpoint.safetensors",
+            "--resume: {tmp}/old.safetensors: not a readable safetensors file",
         ),
         (["--resume", "{tmp}", "--run-dir", "{tmp}/x"], "a resumed run stays in its own"),
     ],
@@ -272,6 +277,7 @@ def test_bad_resume_is_one_line_and_writes_nothing(argv, message, tmp_path, caps
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "checkpoint.safetensors").write_bytes(b"\x00" * 7)
     (tmp_path / "old.safetensors").write_bytes(b"\x00" * 100)
+    save(tmp_path / "copy.safetensors", make_checkpoint())
     (tmp_path / "nowhere").mkdir()
     before = sorted(p.name for p in tmp_path.rglob("*"))
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
