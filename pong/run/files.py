@@ -70,7 +70,10 @@ def atomic_write(path: PathLike, mode="wb", *, replace=True, dir_fd=None, **kwar
         raise OSError(errno.ELOOP, _REFUSED[errno.ELOOP], str(path))
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")  # unpredictable
     # O_EXCL: never an existing file, never through a link; 0o666 less the umask, as open's.
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, 0o666, dir_fd=dir_fd)
+    try:
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, 0o666, dir_fd=dir_fd)
+    except OSError as e:  # named as the file asked for, not as our temporary one
+        raise OSError(e.errno, e.strerror, str(path)) from None
     try:
         with os.fdopen(fd, mode, **kwargs) as f:
             yield f

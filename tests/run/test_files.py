@@ -74,6 +74,13 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path) -> No
     assert [p.name for p in tmp_path.iterdir()] == ["a"] and (tmp_path / "a").read_bytes() == b"old"
 
 
+def test_a_write_below_a_file_is_refused_naming_the_path_asked_for(tmp_path) -> None:
+    (tmp_path / "file").write_text("someone's")
+    with pytest.raises(NotADirectoryError) as refused, atomic_write(tmp_path / "file" / "x.png"):
+        pass
+    assert refused.value.filename == str(tmp_path / "file" / "x.png")  # not our temporary name
+
+
 def test_open_regular_refuses_links_special_files_and_hard_links(tmp_path, victim) -> None:
     (tmp_path / "link.csv").symlink_to(victim)
     os.mkfifo(tmp_path / "fifo.csv")  # opening it to write would block without O_NONBLOCK
