@@ -60,7 +60,7 @@ POSITIVE = (lambda x: 0 < x < math.inf), "a positive number"
 positive_int = bounded(_integer, POSITIVE_INT)  # a count, such as updates
 non_negative_int = bounded(_integer, NON_NEGATIVE_INT)
 batch_count = bounded(_integer, POSITIVE_INT, _at_most(MAX_BATCH))
-seed_number = bounded(_integer, NON_NEGATIVE_INT, _at_most(MAX_SEED))
+seed_number = bounded(_integer, ((lambda n: 0 <= n <= MAX_SEED), "an integer from 0 to 2**128 - 1"))
 positive_float = bounded(float, POSITIVE)  # a step size
 below_one = bounded(float, POSITIVE, ((lambda x: x < 1), "a number below 1"))  # a decay factor
 finite_float = bounded(float, ((lambda x: -math.inf < x < math.inf), "a number"))

@@ -45,7 +45,8 @@ from tests.run.test_checkpoint import make_checkpoint
         (["--batch-size=ten"], "argument --batch-size: expected a positive integer"),
         (["--iterations=0"], "argument --iterations: expected a positive integer, got '0'"),
         (["--iterations=x"], "argument --iterations: expected a positive integer"),
-        (["--seed=-1"], "argument --seed: expected a non-negative integer"),
+        (["--seed=-1"], "argument --seed: expected an integer from 0 to 2**128 - 1"),
+        (["--seed=" + "9" * 41], "argument --seed: expected an integer from 0 to 2**128 - 1"),
         (["--num-cpus=0"], "argument --num-cpus: expected a positive integer"),
         (["--num-cpus=100000"], f"--num-cpus: expected at most {64 * (os.cpu_count() or 1)} (64"),
         ([f"--num-cpus={10**18}"], f"got '{10**18}'"),  # Ray's limit is 10**14
