@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pong.run.config import path as nonempty_path
 from pong.run.errors import OneLineParser, printable
 from pong.run.metrics import Passed, summary
 
@@ -123,7 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Compare runs: when each passed the marks, and the spread (Markdown).",
     )
     parser.add_argument(
-        "run_dirs", nargs="+", type=Path, help="run directories (hold updates.csv), or sweeps"
+        "run_dirs",
+        nargs="+",
+        type=nonempty_path,
+        help="run directories (hold updates.csv), or sweeps",
     )
     args = parser.parse_args(argv)
     args.run_dirs = runs_of(args.run_dirs)

@@ -16,6 +16,7 @@ import numpy as np
 
 from pong.envs.make import check_id
 from pong.run import checkpoint as ckpt
+from pong.run.config import path as nonempty_path
 from pong.run.errors import OneLineParser, first_line
 from pong.run.files import NotRegularError, atomic_write, open_file
 
@@ -79,9 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Convert a checkpoint or policy file of an earlier version (.npz) to"
         " safetensors.",
     )
-    parser.add_argument("old", type=Path, help="the .npz file (a checkpoint or a policy file)")
     parser.add_argument(
-        "new", type=Path, nargs="?", help="the file to write (default: OLD with .safetensors)"
+        "old", type=nonempty_path, help="the .npz file (a checkpoint or a policy file)"
+    )
+    parser.add_argument(
+        "new",
+        type=nonempty_path,
+        nargs="?",
+        help="the file to write (default: OLD with .safetensors)",
     )
     args = parser.parse_args(argv)
     new = args.new or args.old.with_suffix(".safetensors")

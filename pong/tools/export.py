@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from pong.run.checkpoint import CheckpointError, load, save_policy
+from pong.run.config import path as nonempty_path
 from pong.run.errors import OneLineParser
 
 __all__ = ["main"]
@@ -20,8 +20,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(
         prog="python -m pong.export", description="Export a run's policy as a small file to share."
     )
-    parser.add_argument("checkpoint", type=Path, help="a checkpoint file or a run directory")
-    parser.add_argument("output", type=Path, help="the policy file to write (.safetensors)")
+    parser.add_argument(
+        "checkpoint", type=nonempty_path, help="a checkpoint file or a run directory"
+    )
+    parser.add_argument(
+        "output", type=nonempty_path, help="the policy file to write (.safetensors)"
+    )
     args = parser.parse_args(argv)
 
     if args.output.suffix != ".safetensors":

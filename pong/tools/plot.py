@@ -18,6 +18,7 @@ from typing import BinaryIO
 import numpy as np
 
 from pong.run.checkpoint import load
+from pong.run.config import path as nonempty_path
 from pong.run.config import positive_int
 from pong.run.errors import OneLineParser, printable
 from pong.run.files import Directory, atomic_write
@@ -189,11 +190,14 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, arg
         description="Draw a run's learning curves as a PNG, or overlay several runs' curves.",
     )
     parser.add_argument(
-        "run_dirs", nargs="*", type=Path, help="run directories (hold updates.csv), or sweeps"
+        "run_dirs",
+        nargs="*",
+        type=nonempty_path,
+        help="run directories (hold updates.csv), or sweeps",
     )
     parser.add_argument(
         "--weights",
-        type=Path,
+        type=nonempty_path,
         metavar="PATH",
         help="draw the W1 rows of a run directory's checkpoint, a checkpoint or a policy file"
         " as 80 x 80 images instead (default output: RUN_DIR/weights.png, or NAME-weights.png"

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pong.run.config import Config, Options, add_flags
+from pong.run.config import path as nonempty_path
 from pong.run.errors import OneLineParser, first_line
 
 __all__ = ["main", "trial_name"]
@@ -81,7 +82,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     sweep = parser.add_argument_group("the sweep")
     sweep.add_argument(
         "--sweep-dir",
-        type=Path,
+        type=nonempty_path,
         metavar="DIR",
         help="where the trials' runs go (default: runs/sweep- and the start time)",
     )
@@ -92,7 +93,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="asha: stop hopeless trials early on their running mean (Tune's"
         " ASHA; needs --iterations)",
     )
-    sweep.add_argument("--resume", type=Path, metavar="DIR",
+    sweep.add_argument("--resume", type=nonempty_path, metavar="DIR",
                        help="finish the sweep in DIR, each trial from its checkpoint")  # fmt: skip
     args = parser.parse_args(argv)
     if args.resume is not None:

@@ -38,6 +38,7 @@ def test_a_checkpoint_beyond_float32_is_one_line_and_no_policy(tmp_path, capsys)
             "argument checkpoint: {tmp}/nowhere/checkpoint.safetensors: no such",
         ),
         (["{tmp}", "{tmp}/a.gif"], "argument output: must end in .safetensors"),
+        (["{tmp}", ""], "argument output: expected a path, got ''"),  # not '.
         (["{tmp}", "{tmp}/no/a.safetensors"], "argument output: no such directory {tmp}/no"),
         (
             ["{tmp}", "{tmp}/checkpoint.safetensors"],
@@ -54,6 +55,7 @@ def test_bad_arguments_are_one_line(argv, message, tmp_path, capsys) -> None:
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1  # one line, no usage line before it
     assert err[0].startswith(f"python -m pong.export: error: {message.format(tmp=tmp_path)}")
-    assert ("see --help" in err[0]) == ("must end" in message)  # only where --help can help
+    usage = "must end" in message or "expected a path" in message  # where --help can help
+    assert ("see --help" in err[0]) == usage
     assert not (tmp_path / "a.safetensors").exists()
     assert load(tmp_path).rmsprop_cache is not None  # the run's checkpoint is still whole
