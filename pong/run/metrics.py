@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from pong.run.checkpoint import MAX_SCORE
 from pong.run.errors import OneLineParser, UsageError, printable
 from pong.run.files import Directory, open_file
 
@@ -179,15 +180,25 @@ def rows(path: Path) -> Iterator[dict[str, str]]:
     lines, row = _WholeLines(path), None
     for row in lines.rows():
         try:
-            numbers = [(int if k in COUNTS else float)(row[k]) for k in lines.fields]
-            whole = all(map(math.isfinite, numbers))
+            numbers = {k: (int if k in COUNTS else float)(row[k]) for k in lines.fields}
+            whole = all(map(math.isfinite, numbers.values()))
         except (TypeError, ValueError, OverflowError):  # None (a short row), text, 10**400
             whole = False
         if not whole:
             raise lines.error("not a metrics row")
+        if wrong := [k for k, v in numbers.items() if not _possible(k, v)]:
+            raise lines.error(
+                f"not a metrics row ({wrong[0]} {row[wrong[0]][:20]!r}: no run writes it)"
+            )
         yield row
     if row is None:
         raise MetricsFileError(f"{lines.shown}: no rows yet; the run has not finished an update")
+
+
+def _possible(name: str, value: float) -> bool:
+    """Whether a run can write ``value`` in the column ``name``: a score or a mean of scores
+    within the checkpoint's bounds, and counts and times of at least 0."""
+    return -MAX_SCORE <= value <= MAX_SCORE if "reward" in name else value >= 0
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:

@@ -185,6 +185,14 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
             "line 1: not the header of updates.csv",
         ),
         (lambda text: text + "3,6,2700,inf,1,1,1,1,1\n", "line 4: not a metrics row"),
+        (  # values no run writes: a negative update, a mean of scores of 1e308
+            lambda text: text + "-5,6,2700,1,1,1,1,1,1\n",
+            "line 4: not a metrics row (update '-5': no run writes it)",
+        ),
+        (
+            lambda text: text + "3,6,2700,1,1,1e308,1,1,1\n",
+            "line 4: not a metrics row (running_reward '1e308': no run writes it)",
+        ),
         (
             lambda text: text + "3,6," + "9" * 5000 + "\n",
             "line 4: longer than 4,096 bytes; not a metrics row",
