@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import shutil
 import statistics
 import subprocess
@@ -38,7 +37,7 @@ from benchmarks.common import machine, start_local_ray, table  # noqa: E402
 from pong.core.model import Model  # noqa: E402
 from pong.core.train import Trainer  # noqa: E402
 from pong.run.config import Config, hyperparameters  # noqa: E402
-from tests.helpers import stop_processes_of  # noqa: E402
+from tests.helpers import stop_processes_of, token_env  # noqa: E402
 from tests.hosts import SUBNET, Hosts, cannot_make_namespaces  # noqa: E402
 
 RAY = str(Path(sys.executable).parent / "ray")
@@ -102,14 +101,7 @@ def main() -> None:
         sys.exit(f"hosts_cost.py: {reason}")
     print(machine())
     tmp = Path(tempfile.mkdtemp(prefix="hb", dir="/tmp"))
-    token = tmp / "auth_token"
-    token.write_text(secrets.token_hex(32))
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("RAY_")},
-        "RAY_AUTH_MODE": "token",
-        "RAY_AUTH_TOKEN_PATH": str(token),
-        "RAY_USAGE_STATS_ENABLED": "0",
-    }
+    env = token_env(tmp)
     net, temp_dirs, rows = Hosts(), [], []
     try:
         for name, host, flags in (

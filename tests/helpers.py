@@ -85,6 +85,20 @@ def stop_processes_of(*temp_dirs: Path, seconds: float = 2) -> None:
             time.sleep(0.2)
 
 
+def token_env(directory: Path) -> dict[str, str]:
+    """This process's environment without its RAY_ settings, plus token authentication with a
+    new token of its own (written to ``directory/auth_token``), as docs/cluster.md has it, and
+    no usage stats: for a cluster the tests start and the clients that join it."""
+    token = directory / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RAY_")},
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN_PATH": str(token),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+
+
 @contextlib.contextmanager
 def ray_cluster(cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
     """A Ray of ``cpus`` CPUs started with ``ray start``, for driver runs to join with
@@ -95,14 +109,7 @@ def ray_cluster(cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
     are in a temp dir of its own, by which it is stopped: no other Ray is touched.
     """
     temp_dir = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # short: Ray's socket paths
-    token = temp_dir / "auth_token"
-    token.write_text(secrets.token_hex(32))
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("RAY_")},
-        "RAY_AUTH_MODE": "token",
-        "RAY_AUTH_TOKEN_PATH": str(token),
-        "RAY_USAGE_STATS_ENABLED": "0",
-    }
+    env = token_env(temp_dir)
     address = f"127.0.0.1:{free_port()}"
     try:
         head = subprocess.run(

@@ -28,6 +28,7 @@ from tests.helpers import (
     run_driver,
     start_driver,
     stop_processes_of,
+    token_env,
     wait_for,
 )
 from tests.hosts import cannot_make_namespaces
@@ -87,16 +88,9 @@ def cluster(tmp_path_factory):
     """
     tmp = tmp_path_factory.mktemp("cluster")
     temp_dir, node_dir = _private_temp_dir(), _private_temp_dir()
-    token = tmp / "auth_token"
-    token.write_text(secrets.token_hex(32))
-    base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env = {
-        **base,
-        "RAY_AUTH_MODE": "token",
-        "RAY_AUTH_TOKEN_PATH": str(token),
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{base.get('PATH', '')}",  # the venv's
-    }
+    env = token_env(tmp)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # the venv's
+    base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}  # a client's own
     unset = {k: v for k, v in env.items() if k != "RAY_AUTH_MODE"}
     try:
         address, dashboard, head = _start_head(unset, temp_dir, cpus=1)

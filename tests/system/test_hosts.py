@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -16,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BATCH_LINE, HEALTH, ROOT, start_driver, stop_processes_of, wait_for
+from tests.helpers import (
+    BATCH_LINE,
+    HEALTH,
+    ROOT,
+    start_driver,
+    stop_processes_of,
+    token_env,
+    wait_for,
+)
 from tests.hosts import SUBNET, Hosts, cannot_make_namespaces
 
 pytestmark = [pytest.mark.ray, pytest.mark.cluster]
@@ -43,15 +50,7 @@ def hosts(tmp_path_factory):
         pytest.skip(reason)
     tmp = tmp_path_factory.mktemp("hosts")
     temp_dirs = {n: Path(tempfile.mkdtemp(prefix="h", dir=SHM)) for n in ("head", "worker")}
-    token = tmp / "auth_token"
-    token.write_text(secrets.token_hex(32))
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("RAY_")},
-        "RAY_AUTH_MODE": "token",  # as docs/cluster.md has it
-        "RAY_AUTH_TOKEN_PATH": str(token),
-        "RAY_USAGE_STATS_ENABLED": "0",
-        **HEALTH,
-    }
+    env = {**token_env(tmp), **HEALTH}
     net = Hosts()
 
     def start(name: str, host: int, *flags: str) -> None:
