@@ -112,4 +112,10 @@ class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line (argparse's usage line left out)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        """A wrong command line: one line that points to ``--help``."""
+        self.refuse(f"{message} (see --help)")
+
+    def refuse(self, message: str, status: int = 2) -> NoReturn:
+        """What is wrong with a file the command line names: one line, without the pointer to
+        ``--help``, which could not help."""
+        self.exit(status, f"{self.prog}: error: {message}\n")

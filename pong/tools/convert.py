@@ -66,10 +66,8 @@ def _metadata(meta: dict) -> dict[str, str]:
         raise ValueError(f"format {str(meta.get('format'))[:80]!r}")
     values = {name: meta[name] for name in (*ckpt.COUNTERS, *ckpt.MEANS, "seed")}
     settings = meta["settings"]
-    if not isinstance(settings, dict) or set(settings) & {"format", *values}:
-        raise ValueError(
-            "settings that are not a dict of settings alone"
-        )  # none may pose as a count
+    if not isinstance(settings, dict) or set(settings) & {"format", *values}:  # as a count, say
+        raise ValueError("settings that are not a dict of settings alone")
     values = {"format": OLD_FORMATS[meta["format"]], **values, **settings}
     return {k: ckpt.as_text(v) for k, v in values.items()}
 
@@ -96,14 +94,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         old, data = read_npz(args.old)
     except ckpt.CheckpointError as e:
-        parser.exit(2, f"{parser.prog}: error: {e}\n")
+        parser.refuse(str(e))
     try:
         with atomic_write(new, "wb", replace=False) as f:
             f.write(data)
     except FileExistsError:
-        parser.exit(2, f"{parser.prog}: error: {new} exists; choose a new name\n")
+        parser.refuse(f"{new} exists; choose a new name")
     except OSError as e:
-        parser.exit(1, f"{parser.prog}: error: could not write {new}: {e.strerror or e}\n")
+        parser.refuse(f"could not write {new}: {e.strerror or e}", status=1)
     kind = "policy file" if old.rmsprop_cache is None else "checkpoint"
     print(f"Wrote {new}: the {kind} of update {old.iteration}, the same numbers as {args.old}")
     return 0

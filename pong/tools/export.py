@@ -30,22 +30,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.output.suffix != ".safetensors":
         parser.error(f"argument output: must end in .safetensors, got {str(args.output)!r}")
-    # What is wrong with a file, not with the command line: one line, without "see --help".
-    refuse = f"{parser.prog}: error: argument"
     if not args.output.parent.is_dir():
-        parser.exit(2, f"{refuse} output: no such directory {args.output.parent}\n")
+        parser.refuse(f"argument output: no such directory {args.output.parent}")
     if os.path.lexists(args.output):  # said before the loading; save_policy makes sure
-        parser.exit(2, f"{refuse} output: {args.output} exists; choose a new name\n")
+        parser.refuse(f"argument output: {args.output} exists; choose a new name")
     try:
         checkpoint = load(args.checkpoint, policy=True)
     except CheckpointError as e:
-        parser.exit(2, f"{refuse} checkpoint: {e}\n")
+        parser.refuse(f"argument checkpoint: {e}")
     try:  # lands only if no file has the name, in one step: a second writer cannot win too
         size = save_policy(args.output, checkpoint, replace=False)
     except FileExistsError:
-        parser.exit(1, f"{parser.prog}: error: {args.output} exists; choose a new name\n")
+        parser.refuse(f"{args.output} exists; choose a new name", status=1)
     except OSError as e:
-        parser.exit(1, f"{parser.prog}: error: could not write {args.output}: {e.strerror or e}\n")
+        parser.refuse(f"could not write {args.output}: {e.strerror or e}", status=1)
     running = "-" if checkpoint.running_reward is None else f"{checkpoint.running_reward:.2f}"
     print(
         f"Wrote {args.output} ({size / 1e6:.1f} MB): the float32 policy of update"

@@ -224,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bool(args.run_dirs) == (args.weights is not None):
         parser.error("give either run directories or --weights PATH")
     if len(args.run_dirs) > 1 and args.output is None:
-        parser.exit(2, f"{parser.prog}: error: several runs need --output FILE.png\n")
+        parser.refuse("several runs need --output FILE.png")
     try:
         check_distinct(args.run_dirs)
         if args.weights is not None:
