@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 import ray
+
+from tests.helpers import ray_cluster
 
 # The slowest modules, longest first (seconds of each, run alone). xdist deals whole modules
 # to its two processes in the order collected: these first, so that the quick ones fill in
@@ -24,9 +28,23 @@ def pytest_collection_modifyitems(items) -> None:
     items.sort(key=lambda item: rank.get(item.path.name, len(SLOW)))  # stable: the rest in order
 
 
+@pytest.fixture(scope="session")
+def shared_ray():
+    """One Ray of 2 CPUs for this test process (`ray start`), which the runs and tests that
+    need no Ray of their own join: ``(address, env)``, the env its clients run with."""
+    with ray_cluster(cpus=2) as shared:
+        yield shared
+
+
 @pytest.fixture(scope="module")
-def local_ray():
-    """A local Ray with 2 CPUs for the tests of one module, its own even if a cluster runs here."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
+def joined_ray(shared_ray):
+    """This process joined to the shared Ray for the tests of one module, once every CPU of
+    it is free (a module before may have just ended its workers)."""
+    address, _ = shared_ray
+    ray.init(address=address, logging_level="ERROR")
+    deadline = time.monotonic() + 30
+    while ray.available_resources().get("CPU", 0) < ray.cluster_resources()["CPU"]:
+        assert time.monotonic() < deadline, "the shared Ray's CPUs stayed taken"
+        time.sleep(0.05)
     yield
     ray.shutdown()

@@ -102,14 +102,18 @@ def token_env(directory: Path) -> dict[str, str]:
 @contextlib.contextmanager
 def ray_cluster(cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
     """A Ray of ``cpus`` CPUs started with ``ray start``, for driver runs to join with
-    ``--address`` (each run then starts no Ray of its own: about 5 CPU-seconds less).
+    ``--address`` and tests to join with ``ray.init`` (each then starts no Ray of its own:
+    about 5 CPU-seconds less).
 
-    Yields ``(address, env)``: the env its clients run with. Token authentication is on, with
-    a token of its own (``ray start --head`` turns it on wherever a token exists). Its files
-    are in a temp dir of its own, by which it is stopped: no other Ray is touched.
+    Yields ``(address, env)``: the env its clients run with. Token authentication is off
+    (``ray start --head`` would turn it on wherever a token exists), so that this process
+    can join it too: Ray reads the token settings once, when it is imported. The clusters of
+    tests/system/test_cluster.py and test_hosts.py have it on. Its files are in a temp dir
+    of its own, by which it is stopped: no other Ray is touched.
     """
     temp_dir = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # short: Ray's socket paths
-    env = token_env(temp_dir)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
     address = f"127.0.0.1:{free_port()}"
     try:
         head = subprocess.run(

@@ -65,7 +65,7 @@ def _grad(value: float) -> SparseGrad:
     return SparseGrad(np.array([3, 70]), np.full((H, 2), value), np.full(H, value))
 
 
-def test_each_worker_gets_the_next_game_as_it_finishes_its_last(local_ray) -> None:
+def test_each_worker_gets_the_next_game_as_it_finishes_its_last(joined_ray) -> None:
     trainer = with_workers(
         Trainer(**hyperparameters(TOY)), [SleepingWorker.remote() for _ in range(2)]
     )
@@ -83,7 +83,7 @@ def test_each_worker_gets_the_next_game_as_it_finishes_its_last(local_ray) -> No
     release(trainer)  # their CPUs, for the next test's workers
 
 
-def test_no_more_workers_than_cpus_nor_than_games(local_ray) -> None:
+def test_no_more_workers_than_cpus_nor_than_games(joined_ray) -> None:
     small = Trainer(**hyperparameters(TOY))
     assert len(small.dealer.actors) == 1  # a batch of 1
     release(small)
@@ -101,7 +101,7 @@ def _games(trainer: Trainer) -> tuple[dict[int, tuple[float, int]], dict[str, np
 
 
 @pytest.mark.parametrize("workers", [1, 3])
-def test_a_seed_plays_the_same_games_with_any_number_of_workers(local_ray, workers) -> None:
+def test_a_seed_plays_the_same_games_with_any_number_of_workers(joined_ray, workers) -> None:
     config = Config(batch_size=6, env=TOY.env, seed=4)
     first = Trainer(**hyperparameters(config), workers=2)
     games, grad = _games(first)
@@ -115,7 +115,7 @@ def test_a_seed_plays_the_same_games_with_any_number_of_workers(local_ray, worke
         np.testing.assert_allclose(other_grad[k], grad[k], rtol=1e-12, atol=1e-15)
 
 
-def test_a_resumed_run_plays_the_games_it_would_have_played(local_ray) -> None:
+def test_a_resumed_run_plays_the_games_it_would_have_played(joined_ray) -> None:
     config = Config(batch_size=3, env=TOY.env, seed=8)
     trainer = Trainer(**hyperparameters(config), workers=2)
     trainer.step()
@@ -155,7 +155,7 @@ class CrashingWorker(Sleeper):
 
 
 def test_a_lost_game_goes_to_the_next_worker_free_and_its_worker_comes_back(
-    local_ray, tmp_path
+    joined_ray, tmp_path
 ) -> None:
     marker = tmp_path / "crashed"
     trainer = Trainer(**hyperparameters(TOY))
@@ -176,7 +176,7 @@ def test_a_lost_game_goes_to_the_next_worker_free_and_its_worker_comes_back(
     release(trainer)
 
 
-def test_a_worker_gone_for_good_leaves_its_games_to_the_others(local_ray) -> None:
+def test_a_worker_gone_for_good_leaves_its_games_to_the_others(joined_ray) -> None:
     trainer = Trainer(**hyperparameters(TOY))
     workers = [SleepingWorker.options(max_restarts=0).remote(0.05) for _ in range(2)]
     with_workers(trainer, workers)
@@ -192,7 +192,7 @@ def test_a_worker_gone_for_good_leaves_its_games_to_the_others(local_ray) -> Non
     assert trainer.iteration == 2  # the failed update is not counted
 
 
-def test_workers_ray_cannot_place_yet_wait_and_join_with_the_same_bytes(local_ray) -> None:
+def test_workers_ray_cannot_place_yet_wait_and_join_with_the_same_bytes(joined_ray) -> None:
     """Three workers on two CPUs: the third waits, and plays once a CPU is free."""
     config = Config(batch_size=4, env=TOY.env, seed=5)
     trainer = Trainer(**hyperparameters(config), workers=3)

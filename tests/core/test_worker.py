@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.ale]
 PONG = env_maker("ALE/Pong-v5")  # what each worker calls to make its env
 
 
-def test_a_game_is_its_seed_s_whichever_worker_plays_it_after_whatever(local_ray) -> None:
+def test_a_game_is_its_seed_s_whichever_worker_plays_it_after_whatever(joined_ray) -> None:
     model_ref = ray.put(Model(seed=0))
     a, b = RolloutWorker.remote(PONG), RolloutWorker.remote(PONG)
     ray.get(b.compute_gradient.remote(model_ref, game_seed(11, 1, 0)))  # b has played another
@@ -48,7 +48,7 @@ def pools_into(path: Path):
     return make
 
 
-def test_workers_run_numpy_s_blas_single_threaded_in_their_own_process(local_ray, tmp_path):
+def test_workers_run_numpy_s_blas_single_threaded_in_their_own_process(joined_ray, tmp_path):
     """The pool itself, as threadpoolctl reads it: set after NumPy loaded its BLAS (the 2016
     program's way), the variables would be there and the pool as large as ever. A process
     told 2 threads shows 2, so the check sees what the variables do."""

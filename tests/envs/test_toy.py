@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import csv
-import os
 import subprocess
 import sys
 
@@ -45,7 +44,7 @@ def test_steering_toward_the_paddle_wins_every_point_and_away_loses_them() -> No
 
 
 @pytest.mark.ray
-def test_the_real_training_loop_learns_the_toy(tmp_path) -> None:
+def test_the_real_training_loop_learns_the_toy(tmp_path, shared_ray) -> None:
     """60 updates of 10 games with the real driver, Ray workers and RMSProp.
 
     Measured with seeds 0, 1, 2: the mean score of the first 100 games was
@@ -54,7 +53,7 @@ def test_the_real_training_loop_learns_the_toy(tmp_path) -> None:
     (+3.0 better, and above +1.5) fails for a flipped gradient, a blind
     preprocessing or an update that does nothing.
     """
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    address, env = shared_ray  # 2 CPUs
     run = tmp_path / "run"
     proc = run_driver(
         [
@@ -63,7 +62,7 @@ def test_the_real_training_loop_learns_the_toy(tmp_path) -> None:
             "--iterations=60",
             "--learning-rate=1e-2",
             "--seed=0",
-            "--num-cpus=2",
+            f"--address={address}",
             f"--run-dir={run}",
         ],
         env,

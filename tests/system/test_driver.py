@@ -27,7 +27,6 @@ from tests.helpers import (
     TOY,
     free_port,
     processes,
-    ray_cluster,
     run_driver,
     spawn_driver,
     stop_processes_of,
@@ -135,14 +134,6 @@ def _local_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    """One Ray of 2 CPUs for the runs here that need no Ray of their own: (address, env).
-    The tests of a local Ray's start, stop and size start their own."""
-    with ray_cluster(cpus=2) as shared:
-        yield shared
-
-
 def _csv(path) -> list[dict[str, str]]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -150,8 +141,8 @@ def _csv(path) -> list[dict[str, str]]:
 
 @pytest.mark.ray
 @pytest.mark.ale
-def test_two_updates_then_resume_one_more(tmp_path, cluster) -> None:
-    address, env = cluster
+def test_two_updates_then_resume_one_more(tmp_path, shared_ray) -> None:
+    address, env = shared_ray
     run = tmp_path / "run"
     first = ["--batch-size=2", "--iterations=2", "--seed=0", "--num-cpus=2"]
     proc = run_driver([*first, f"--run-dir={run}", "--checkpoint-every=1"], _local_env())
@@ -224,9 +215,9 @@ def test_two_updates_then_resume_one_more(tmp_path, cluster) -> None:
 
 @pytest.mark.ray
 def test_until_mean_stops_at_the_first_update_above_it_and_a_resume_past_it_is_refused(
-    tmp_path, capsys, cluster
+    tmp_path, capsys, shared_ray
 ) -> None:
-    address, env = cluster
+    address, env = shared_ray
     run = tmp_path / "run"
     toy = ["--env=PongToy/Catch-v0", "--batch-size=4", "--learning-rate=1e-2", "--seed=10"]
     argv = [*toy, f"--address={address}", "--iterations=2", "--until-mean=-2.5", f"--run-dir={run}"]
@@ -302,10 +293,10 @@ def test_bad_resume_is_one_line_and_writes_nothing(argv, message, tmp_path, caps
     ],
 )
 def test_a_signal_stops_the_run_cleanly_and_saves_it(
-    sig, code, times, local, tmp_path, cluster
+    sig, code, times, local, tmp_path, shared_ray
 ) -> None:
     """On the shared Ray, and on a local Ray of its own, which a stop must also shut down."""
-    address, env = cluster
+    address, env = shared_ray
     where, env = (["--num-cpus=1"], _local_env()) if local else ([f"--address={address}"], env)
     out = tmp_path / "out.txt"
     run = tmp_path / "run"
@@ -431,9 +422,9 @@ def test_the_printed_resume_command_works_as_pasted_in_bash(name, tmp_path, monk
 
 @pytest.mark.ray
 def test_a_run_in_a_directory_with_an_awkward_name_goes_on_with_the_printed_command(
-    tmp_path, cluster
+    tmp_path, shared_ray
 ) -> None:
-    address, env = cluster
+    address, env = shared_ray
     name = "-a b$c'd\"\ne"
     toy = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--address={address}", "--iterations=1"]
     first = subprocess.run(
@@ -482,9 +473,9 @@ def test_a_file_that_is_no_checkpoint_is_not_said_to_be_loadable_unsafely(tmp_pa
 
 @pytest.mark.ray
 def test_a_batch_far_larger_than_the_cpus_plays_on_one_worker_per_cpu_without_warnings(
-    tmp_path, cluster
+    tmp_path, shared_ray
 ) -> None:
-    address, env = cluster  # 2 CPUs
+    address, env = shared_ray  # 2 CPUs
     args = ["--env=PongToy/Catch-v0", "--batch-size=200", f"--address={address}", "--iterations=1"]
     proc = run_driver([*args, f"--run-dir={tmp_path / 'run'}"], env, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -547,9 +538,9 @@ def test_a_ctrl_c_while_the_libraries_load_is_no_traceback(after, tmp_path) -> N
 
 
 @pytest.mark.ray
-def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path, cluster) -> None:
+def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path, shared_ray) -> None:
     """``driver.py | head -1``: the run stops when nobody reads, saved, without a traceback."""
-    address, env = cluster
+    address, env = shared_ray
     run = tmp_path / "run"
     args = ["--env=PongToy/Catch-v0", f"--address={address}", f"--run-dir={run}"]
     proc = spawn_driver(args, env, text=False)
@@ -591,7 +582,7 @@ def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code,
 
 @pytest.mark.ray
 def test_a_policy_given_to_resume_leads_to_a_command_that_trains_it_on(
-    tmp_path, capsys, monkeypatch, cluster
+    tmp_path, capsys, monkeypatch, shared_ray
 ) -> None:
     """A shared agent people can keep training: the hint --resume gives, pasted into bash."""
     trained = replace(make_checkpoint(seed=9), config=Config(batch_size=3, env=TOY.env, seed=9))
@@ -602,7 +593,7 @@ def test_a_policy_given_to_resume_leads_to_a_command_that_trains_it_on(
     hint = capsys.readouterr().err.strip().rpartition("start a new run from its weights: ")[2]
     assert hint.endswith(f"driver.py --start-from {shlex.quote(str(policy))}")
     run = tmp_path / "run"
-    address, env = cluster
+    address, env = shared_ray
     more = f" --iterations=1 --seed=1 --run-dir={run} --address={address} --checkpoint-every=1"
     proc = subprocess.run(
         ["bash", "-c", hint + more], cwd=ROOT, env=env, capture_output=True, text=True

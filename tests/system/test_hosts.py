@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -19,6 +21,9 @@ from tests.helpers import (
     BATCH_LINE,
     HEALTH,
     ROOT,
+    descendants,
+    parents,
+    processes,
     start_driver,
     stop_processes_of,
     token_env,
@@ -29,62 +34,66 @@ from tests.hosts import SUBNET, Hosts, cannot_make_namespaces
 pytestmark = [pytest.mark.ray, pytest.mark.cluster]
 
 RAY = str(Path(sys.executable).parent / "ray")
-# The hosts' temp dirs, each with the job's copy of this venv (about 1 GB): in memory, where
-# copying and removing it take a third of the time they take on disk.
-SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
+SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None  # the hosts' temp dirs, in memory
 PORT = 6379  # the head's GCS; each namespace has ports of its own
 # The toy; each run here has these flags (--seed=3 after start_driver's --seed=0, so it wins),
-# and its checkpoint is compared with one run on one machine. 60 updates are enough to go on
-# after a cut; a node takes about 10 s to join, so that run is longer.
-TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", "--seed=3"]
-SHORT, LONG = "--iterations=60", "--iterations=300"
+# and its checkpoint is compared with that of a run on one machine. 60 updates are enough to
+# go on after a cut.
+TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", "--seed=3", "--iterations=60"]
 
 
 @pytest.fixture(scope="module")
-def hosts(tmp_path_factory):
+def hosts(tmp_path_factory, shared_ray):
     """Head (1 CPU, the job server) and a worker node (1 CPU) on separate hosts, each with a
-    temp dir of its own, as on separate machines; the checkpoints of runs on one machine to
-    compare with. Everything started is ended by its temp dir, and the namespaces removed."""
+    temp dir of its own, as on separate machines; the checkpoint of a run on one machine (the
+    shared Ray), to compare with. Everything started is ended by its temp dir, and the
+    namespaces removed."""
     reason = cannot_make_namespaces()
     if reason:
         pytest.skip(reason)
     tmp = tmp_path_factory.mktemp("hosts")
     temp_dirs = {n: Path(tempfile.mkdtemp(prefix="h", dir=SHM)) for n in ("head", "worker")}
     env = {**token_env(tmp), **HEALTH}
-    net = Hosts()
+    net, python = Hosts(), _empty_venv(tmp / "venv")
 
-    def start(name: str, host: int, *flags: str) -> None:
-        """``ray start`` on a new host ``name`` at ``SUBNET.host``, with its own temp dir."""
+    def start(name: str, host: int, *flags: str) -> Path:
+        """``ray start`` on a new host ``name`` at ``SUBNET.host``; its own temp dir."""
         if name not in temp_dirs:
             temp_dirs[name] = Path(tempfile.mkdtemp(prefix="h", dir=SHM))
         node = subprocess.run(
-            [*net.add(name, host), RAY, "start", "--num-cpus=1", "--disable-usage-stats",
+            [*net.add(name, host), python, RAY, "start", "--num-cpus=1", "--disable-usage-stats",
              f"--node-ip-address={SUBNET}.{host}", f"--temp-dir={temp_dirs[name]}", *flags],
             env=env, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert node.returncode == 0, node.stdout + node.stderr
+        return temp_dirs[name]
 
-    alone = {  # on one machine, while the cluster starts
-        n: start_driver([*TOY, n, "--num-cpus=1", f"--run-dir={tmp / n}"], tmp / f"{n}.txt", env)
-        for n in (SHORT, LONG)
-    }
+    (address, one), run = shared_ray, tmp / "alone"  # on one machine, while the cluster starts
+    proc = start_driver([*TOY, f"--address={address}", f"--run-dir={run}"], tmp / "out.txt", one)
     try:
         start("head", 1, "--head", f"--port={PORT}", "--include-dashboard=true",
               f"--dashboard-host={SUBNET}.1")  # fmt: skip
-        address = f"{SUBNET}.1:{PORT}"
-        start("worker", 2, f"--address={address}")
-        for proc in alone.values():
-            assert proc.wait(timeout=240) == 0, proc.communicate()[1]
-        alone = {n: (tmp / n / "checkpoint.safetensors").read_bytes() for n in alone}
-        yield net, address, env, alone, start
+        start("worker", 2, f"--address={SUBNET}.1:{PORT}")
+        assert proc.wait(timeout=240) == 0, proc.communicate()[1]
+        alone = (run / "checkpoint.safetensors").read_bytes()
+        yield net, f"{SUBNET}.1:{PORT}", env, alone, start
     finally:
-        for proc in alone.values():
-            if isinstance(proc, subprocess.Popen):
-                proc.kill()
+        proc.kill()
         stop_processes_of(*temp_dirs.values())
         net.remove()
         for temp_dir in temp_dirs.values():
             shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _empty_venv(venv: Path) -> str:
+    """The hosts' Python: a venv that holds no packages but sees this one's (a .pth file).
+    A job's runtime_env copies the venv of its node's Python: kilobytes, not this one's 1 GB
+    (about 4 s a host)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True, timeout=60)
+    [site] = venv.glob("lib/python*/site-packages")
+    ours = sysconfig.get_path("purelib")
+    (site / "this_project_venv.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    return str(venv / "bin" / "python")
 
 
 def _batches(text: str) -> list[tuple[str, str]]:
@@ -102,7 +111,7 @@ def test_the_documented_job_places_one_worker_per_host_with_the_bytes_of_one_mac
     job = subprocess.run(
         [*net.run("head"), RAY, "job", "submit", f"--address=http://{SUBNET}.1:8265",
          "--working-dir", ".", "--runtime-env", "runtime_env.yaml", "--", "python", "driver.py",
-         *TOY, SHORT, f"--run-dir={run}"],
+         *TOY, f"--run-dir={run}"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert job.returncode == 0 and "succeeded" in job.stdout, job.stdout + job.stderr
@@ -112,7 +121,7 @@ def test_the_documented_job_places_one_worker_per_host_with_the_bytes_of_one_mac
         "Started 2 of 2 RolloutWorker actors (one CPU each) on 2 nodes (1 + 1: "
     ) and {f"{SUBNET}.1", f"{SUBNET}.2"} == set(re.findall(rf"{SUBNET}\.\d", started)), started
     assert len(_batches(job.stdout)) == 60 and "Traceback" not in job.stdout
-    assert (run / "checkpoint.safetensors").read_bytes() == alone[SHORT]
+    assert (run / "checkpoint.safetensors").read_bytes() == alone
     last = (run / "updates.csv").read_text().splitlines()[-1]
     assert last.endswith(f"{SUBNET}.1=1 {SUBNET}.2=1"), last  # each host played a game
 
@@ -121,7 +130,7 @@ def test_a_host_cut_off_mid_run_leaves_every_update_full(hosts, tmp_path) -> Non
     """Last but one: it cuts the worker node off for good."""
     net, address, env, alone, _ = hosts
     run = tmp_path / "run"
-    out, args = tmp_path / "out.txt", [*TOY, SHORT, f"--address={address}", f"--run-dir={run}"]
+    out, args = tmp_path / "out.txt", [*TOY, f"--address={address}", f"--run-dir={run}"]
     proc = start_driver(args, out, env, net.run("head"))
     try:
         wait_for(lambda: "Batch 3 " in out.read_text(), proc)
@@ -134,20 +143,26 @@ def test_a_host_cut_off_mid_run_leaves_every_update_full(hosts, tmp_path) -> Non
     assert _batches(text) == [(str(n), "2") for n in range(1, 61)]  # every update full
     assert "Traceback" not in err and "Traceback" not in text
     assert re.search(r"note: RolloutWorker \d was lost \(its process or node\)", text), text
-    assert (run / "checkpoint.safetensors").read_bytes() == alone[SHORT]
+    assert (run / "checkpoint.safetensors").read_bytes() == alone
 
 
 def test_a_host_that_joins_mid_run_gets_a_worker_that_plays(hosts, tmp_path) -> None:
     """Two workers asked for, one CPU on the cluster (the cut-off node is gone): the second
-    waits, and plays once a new host joins."""
+    waits, and plays once a new host joins. The driver is paused (SIGSTOP) while the host
+    starts, so that a run of 60 updates spans it."""
     net, address, env, alone, start = hosts
     run = tmp_path / "run"
-    out, args = tmp_path / "out.txt", [*TOY, LONG, "--workers=2", f"--address={address}"]
+    out, args = tmp_path / "out.txt", [*TOY, "--workers=2", f"--address={address}"]
     proc = start_driver([*args, f"--run-dir={run}"], out, env, net.run("head"))
     try:
         wait_for(lambda: "Batch 1 " in out.read_text(), proc)
         assert "Started 1 of 2 RolloutWorker actors" in out.read_text()
-        start("joiner", 3, f"--address={address}")
+        proc.send_signal(signal.SIGSTOP)
+        try:
+            joiner = start("joiner", 3, f"--address={address}")
+            wait_for(lambda: _runs_a_worker(joiner), proc)
+        finally:
+            proc.send_signal(signal.SIGCONT)
         _, err = proc.communicate(timeout=150)
     finally:
         proc.kill()
@@ -156,4 +171,11 @@ def test_a_host_that_joins_mid_run_gets_a_worker_that_plays(hosts, tmp_path) -> 
     assert re.search(rf"note: RolloutWorker \d is up on node {SUBNET}\.3; it plays from", text)
     played = (run / "updates.csv").read_text()
     assert f"{SUBNET}.3=" in played  # the new host played games
-    assert (run / "checkpoint.safetensors").read_bytes() == alone[LONG]
+    assert (run / "checkpoint.safetensors").read_bytes() == alone
+
+
+def _runs_a_worker(temp_dir: Path) -> bool:
+    """Whether a RolloutWorker process runs on the node started with ``temp_dir``."""
+    node = {pid for pid, cmdline in processes() if str(temp_dir).encode() in cmdline}
+    on_it = descendants(node, parents())
+    return any(t.startswith(b"ray::RolloutWorker") for pid, t in processes() if pid in on_it)

@@ -47,10 +47,14 @@ def test_trial_names_say_their_settings() -> None:
 
 
 @pytest.mark.ray
-def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(tmp_path) -> None:
-    """2 seeds at 2 decay rates on the toy, both at once, stopped with Ctrl-C and resumed: two
-    runs in the sweep directory, a trial's checkpoint the bytes that driver.py writes with its
-    flags. (The other test sweeps a grid of two values of two flags.)"""
+def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
+    tmp_path, shared_ray
+) -> None:
+    """2 seeds at 2 decay rates on the toy, both at once on a local Ray, stopped with Ctrl-C
+    and resumed on a cluster: two runs in the sweep directory, a trial's checkpoint the bytes
+    that driver.py writes with its flags. (The other test sweeps a grid of two values of two
+    flags.)"""
+    address, env = shared_ray
     sweep = tmp_path / "sweep"
     grid = ["--seeds", "1", "2", "--learning-rate", "3e-3", "--decay-rate", "0.9"]
     out = tmp_path / "out.txt"
@@ -69,8 +73,8 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(tmp_path
     last = text.splitlines()[-1]
     assert last.startswith("Stopped with ") and last.endswith(f"--resume {sweep}"), last
     again = subprocess.run(
-        [sys.executable, "-m", "pong.sweep", "--resume", str(sweep)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "pong.sweep", "--resume", str(sweep), f"--address={address}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.splitlines()[-1].startswith("Done: 2 trials in ")
@@ -82,7 +86,7 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(tmp_path
         assert (sweep / run / "updates.csv").read_text().count("\n") == 1 + ITERATIONS
     alone = tmp_path / "alone"
     flags = [*TOY, "--seed=2", "--learning-rate=3e-3", "--decay-rate=0.9", f"--run-dir={alone}"]
-    driver = run_driver([*flags, "--num-cpus=1"], None)
+    driver = run_driver([*flags, f"--address={address}", "--workers=1"], env)
     assert driver.returncode == 0, driver.stderr
     ours = [(sweep / run / "checkpoint.safetensors").read_bytes() for run in runs]
     assert ours[1] == (alone / "checkpoint.safetensors").read_bytes() != ours[0]
@@ -94,16 +98,17 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(tmp_path
 
 
 @pytest.mark.ray
-def test_a_failed_trial_is_one_line_and_asha_stops_a_hopeless_one(tmp_path) -> None:
-    """One trial at a time (one CPU), in grid order. Seed 3's first update ends at a running
-    mean of -1.00 on the toy, seed 1's at -4.96: ASHA stops seed 1 at its first rung. A learning
-    rate of 1e300 makes seed 3's weights non-finite: that trial fails, and the sweep goes on."""
+def test_a_failed_trial_is_one_line_and_asha_stops_a_hopeless_one(tmp_path, shared_ray) -> None:
+    """One trial at a time (two workers on two CPUs), in grid order. Seed 3's first update
+    ends at a running mean of -1.00 on the toy, seed 1's at -4.96: ASHA stops seed 1 at its
+    first rung. A learning rate of 1e300 makes seed 3's weights non-finite: that trial
+    fails, and the sweep goes on."""
     sweep = tmp_path / "sweep"
     grid = ["--seeds", "3", "1", "--learning-rate", "1e-2", "1e300", "--scheduler", "asha"]
     done = subprocess.run(
         [sys.executable, "-m", "pong.sweep", *TOY[:2], "--iterations=6", "--watch-every=0",
-         *grid, f"--sweep-dir={sweep}", "--num-cpus=1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+         *grid, f"--sweep-dir={sweep}", f"--address={shared_ray[0]}", "--workers=2"],
+        cwd=ROOT, env=shared_ray[1], capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     out = done.stdout.splitlines()
     assert done.returncode == 1, done.stdout + done.stderr
