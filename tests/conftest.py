@@ -30,9 +30,11 @@ def pytest_collection_modifyitems(items) -> None:
 
 @pytest.fixture(scope="session")
 def shared_ray():
-    """One Ray of 2 CPUs for this test process (`ray start`), which the runs and tests that
-    need no Ray of their own join: ``(address, env)``, the env its clients run with."""
-    with ray_cluster(cpus=2) as shared:
+    """One Ray of 3 CPUs for this test process (`ray start`), which the runs and tests that
+    need no Ray of their own join: ``(address, env)``, the env its clients run with. (A
+    process that has joined one Ray cannot start another after it: Ray then cancels its
+    actors.)"""
+    with ray_cluster(cpus=3) as shared:
         yield shared
 
 

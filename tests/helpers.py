@@ -61,9 +61,10 @@ def descendants(roots: set[int], parent_of: dict[int, int]) -> set[int]:
         found |= children
 
 
-def stop_processes_of(*temp_dirs: Path, seconds: float = 2) -> None:
-    """End the Ray processes started with ``--temp-dir`` one of ``temp_dirs``, and all their
-    children: SIGTERM, and SIGKILL for those still there ``seconds`` later.
+def stop_processes_of(*temp_dirs: Path | str, seconds: float = 2) -> None:
+    """End the Ray processes started with ``--temp-dir`` one of ``temp_dirs`` (or whose
+    command line holds one of them), and all their children: SIGTERM, and SIGKILL for those
+    still there ``seconds`` later.
 
     Only those: ``ray stop`` would end every Ray on the machine, someone else's too.
     """
@@ -114,6 +115,9 @@ def ray_cluster(cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
     temp_dir = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # short: Ray's socket paths
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
+    # As driver.py's local Ray (pong.run.cluster.local_ray_settings): it may idle through a
+    # whole test session, and every process of it that wakes takes time from the tests.
+    env.update(RAY_prestart_worker_first_driver="0", RAY_enable_metrics_collection="0")
     address = f"127.0.0.1:{free_port()}"
     try:
         head = subprocess.run(
@@ -125,7 +129,9 @@ def ray_cluster(cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
         assert head.returncode == 0, head.stdout + head.stderr
         yield address, env
     finally:
-        stop_processes_of(temp_dir)
+        # Its Ray Client server, which `ray start` left with no link to its temp dir, by its
+        # GCS port (it ends itself a minute or two after its GCS, otherwise).
+        stop_processes_of(temp_dir, f":{address.rpartition(':')[2]}\0--host=")
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 

@@ -14,14 +14,6 @@ from tests.helpers import release, with_workers
 TOY = Config(batch_size=7, env="PongToy/Catch-v0", seed=11, learning_rate=1e-2)
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    """A local Ray of 3 CPUs, so that 1, 2 and 3 workers can each have one."""
-    ray.init(address="local", num_cpus=3, include_dashboard=False, logging_level="ERROR")
-    yield
-    ray.shutdown()
-
-
 def _results(games: int) -> list[Result]:
     """Made-up results whose sums depend on their order: values of wildly different sizes."""
     rng = np.random.default_rng(3)
@@ -77,7 +69,8 @@ def _train(updates: int, workers: int, resume: Checkpoint | None = None):
 
 
 @pytest.mark.ray
-def test_one_two_or_three_workers_and_a_resume_give_the_same_bytes(local_ray) -> None:
+def test_one_two_or_three_workers_and_a_resume_give_the_same_bytes(joined_ray) -> None:
+    """On the shared Ray's 3 CPUs, so that each worker has one."""
     state, games = _train(2, workers=1)
     for workers in (2, 3):
         assert _train(2, workers) == (state, games), f"{workers} workers"
@@ -105,7 +98,7 @@ def _grad(value: float) -> SparseGrad:
 
 
 @pytest.mark.ray
-def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(local_ray) -> None:
+def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(joined_ray) -> None:
     trainer = Trainer(**hyperparameters(Config(batch_size=2, env="PongToy/Catch-v0", seed=0)))
     workers = [FixedWorker.remote(_grad(0.5), -21.0), FixedWorker.remote(_grad(np.nan), -19.0)]
     with_workers(trainer, workers)
@@ -131,7 +124,7 @@ def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(local_ray) -> 
 
 
 @pytest.mark.ray
-def test_a_resumed_trainer_starts_from_the_saved_state(local_ray) -> None:
+def test_a_resumed_trainer_starts_from_the_saved_state(joined_ray) -> None:
     model = Model(seed=5)
     cache = {k: np.full_like(v, 0.25) for k, v in model.weights.items()}
     config = Config(batch_size=2, env="PongToy/Catch-v0", seed=5)
@@ -152,7 +145,7 @@ def test_a_resumed_trainer_starts_from_the_saved_state(local_ray) -> None:
 
 
 @pytest.mark.ray
-def test_an_update_with_no_finite_gradient_stops_and_changes_nothing(local_ray) -> None:
+def test_an_update_with_no_finite_gradient_stops_and_changes_nothing(joined_ray) -> None:
     trainer = Trainer(**hyperparameters(Config(batch_size=2, env="PongToy/Catch-v0", seed=0)))
     bad = [FixedWorker.remote(_grad(np.nan), -21.0), FixedWorker.remote(_grad(np.inf), -21.0)]
     with_workers(trainer, bad)

@@ -53,7 +53,7 @@ def test_the_real_training_loop_learns_the_toy(tmp_path, shared_ray) -> None:
     (+3.0 better, and above +1.5) fails for a flipped gradient, a blind
     preprocessing or an update that does nothing.
     """
-    address, env = shared_ray  # 2 CPUs
+    address, env = shared_ray
     run = tmp_path / "run"
     proc = run_driver(
         [

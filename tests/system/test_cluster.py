@@ -127,6 +127,7 @@ def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> No
     proc = run_driver(
         [
             f"--redis-address={address}",
+            "--env=PongToy/Catch-v0",
             "--batch-size=4",
             "--iterations=2",
             "--seed=0",
@@ -229,7 +230,8 @@ def test_a_ray_job_trains_and_ray_job_stop_keeps_its_last_update_outside_the_job
     is tested on the namespace hosts where they can be made, and here otherwise."""
     address, env, _, temp_dir, dashboard, _ = cluster
     pip = ("--runtime-env=runtime_env.yaml",) if cannot_make_namespaces() else ()
-    job = _submit(dashboard, env, ["--batch-size=2"], _home(tmp_path), "--no-wait", *pip)
+    toy = ["--env=PongToy/Catch-v0", "--batch-size=2"]  # its first update at once
+    job = _submit(dashboard, env, toy, _home(tmp_path), "--no-wait", *pip)
     assert job.returncode == 0, job.stderr
     [job_id] = re.findall(r"raysubmit_\w+", job.stdout)[:1]
     runs, deadline = tmp_path / "ray_results" / "pong", time.monotonic() + 150

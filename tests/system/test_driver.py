@@ -475,11 +475,11 @@ def test_a_file_that_is_no_checkpoint_is_not_said_to_be_loadable_unsafely(tmp_pa
 def test_a_batch_far_larger_than_the_cpus_plays_on_one_worker_per_cpu_without_warnings(
     tmp_path, shared_ray
 ) -> None:
-    address, env = shared_ray  # 2 CPUs
+    address, env = shared_ray  # 3 CPUs
     args = ["--env=PongToy/Catch-v0", "--batch-size=200", f"--address={address}", "--iterations=1"]
     proc = run_driver([*args, f"--run-dir={tmp_path / 'run'}"], env, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[2].startswith("Started 2 of 2 RolloutWorker actors (one CPU")
+    assert proc.stdout.splitlines()[2].startswith("Started 3 of 3 RolloutWorker actors (one CPU")
     assert "Batch 1 computed 200 rollouts" in proc.stdout
     assert "WARNING" not in proc.stdout + proc.stderr and proc.stderr == "", proc.stderr
 

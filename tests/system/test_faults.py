@@ -141,7 +141,7 @@ def test_when_its_own_ray_dies_the_run_keeps_every_update_it_printed(process, tm
     args = ["--num-cpus=2", "--batch-size=2", "--checkpoint-every=1", f"--run-dir={run}"]
     proc = start_driver(args, out, env=env)
     try:
-        wait_for(lambda: "Batch 2 " in out.read_text(), proc)
+        wait_for(lambda: "Batch 1 " in out.read_text(), proc)
         ours = {pid: started(pid) for pid in descendants({proc.pid}, parents())}
         [target] = [
             pid

@@ -99,7 +99,7 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
 
 @pytest.mark.ray
 def test_a_failed_trial_is_one_line_and_asha_stops_a_hopeless_one(tmp_path, shared_ray) -> None:
-    """One trial at a time (two workers on two CPUs), in grid order. Seed 3's first update
+    """One trial at a time (two workers each on three CPUs), in grid order. Seed 3's first update
     ends at a running mean of -1.00 on the toy, seed 1's at -4.96: ASHA stops seed 1 at its
     first rung. A learning rate of 1e300 makes seed 3's weights non-finite: that trial
     fails, and the sweep goes on."""
