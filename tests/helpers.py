@@ -33,9 +33,17 @@ BATCH_LINE = re.compile(
 
 def free_port() -> int:
     """A loopback port nobody listens on (just now)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` loopback ports nobody listens on (just now), all different: each held until all
+    are found (one at a time, the kernel may give the same port twice)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(n)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
 
 
 def parents() -> dict[int, int]:

@@ -23,6 +23,7 @@ from tests.helpers import (
     ROOT,
     descendants,
     free_port,
+    free_ports,
     parents,
     processes,
     run_driver,
@@ -44,7 +45,8 @@ def _ray(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
 
 def _start_head(env: dict[str, str], temp_dir: Path, cpus: int):
     """``ray start --head`` on loopback with the job server: (address, dashboard URL, result)."""
-    address, dashboard = f"127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+    gcs, dashboard_port, agent = free_ports(3)  # three different ports, or Ray refuses
+    address, dashboard = f"127.0.0.1:{gcs}", f"http://127.0.0.1:{dashboard_port}"
     head = _ray(
         [
             "start",
@@ -55,7 +57,7 @@ def _start_head(env: dict[str, str], temp_dir: Path, cpus: int):
             "--include-dashboard=true",
             "--dashboard-host=127.0.0.1",
             f"--dashboard-port={dashboard.rpartition(':')[2]}",
-            f"--dashboard-agent-listen-port={free_port()}",
+            f"--dashboard-agent-listen-port={agent}",
             f"--temp-dir={temp_dir}",
         ],
         env,
