@@ -55,8 +55,9 @@ def pytest_sessionfinish() -> None:
 def shared_ray():
     """One Ray of 3 CPUs for this test process (`ray start`), which the runs and tests that
     need no Ray of their own join: ``(address, env)``, the env its clients run with. Started
-    for the first module that needs it, stopped when one that does not starts. (A process
-    that has joined one Ray cannot start another after it: Ray then cancels its actors.)"""
+    for the first module that needs it, stopped when one that does not starts. (Every test
+    here that needs a Ray in this process joins this one: one that had started a local Ray
+    and then joined another had its actors cancelled by Ray.)"""
     if not _SHARED:
         stack = contextlib.ExitStack()
         _SHARED["value"] = stack.enter_context(ray_cluster(cpus=3))
