@@ -69,6 +69,15 @@ def descendants(roots: set[int], parent_of: dict[int, int]) -> set[int]:
         found |= children
 
 
+def rollout_workers(roots: set[int]) -> list[int]:
+    """PIDs of the live RolloutWorker processes that descend from the processes ``roots``
+    (Ray sets their titles to ray::RolloutWorker...), never anyone else's."""
+    ours = descendants(roots, parents())
+    return [
+        pid for pid, title in processes() if pid in ours and title.startswith(b"ray::RolloutWorker")
+    ]
+
+
 def stop_processes_of(*temp_dirs: Path | str, seconds: float = 2) -> None:
     """End the Ray processes started with ``--temp-dir`` one of ``temp_dirs`` (or whose
     command line holds one of them), and all their children: SIGTERM, and SIGKILL for those

@@ -22,6 +22,7 @@ from tests.helpers import (
     descendants,
     parents,
     processes,
+    rollout_workers,
     start_driver,
     started,
     stop_processes_of,
@@ -32,15 +33,9 @@ pytestmark = [pytest.mark.ray, pytest.mark.ale]
 
 
 def worker_pids(driver: subprocess.Popen) -> list[int]:
-    """PIDs of the live RolloutWorker processes of ``driver``'s own Ray, never anyone else's.
-
-    Ray sets their titles to ray::RolloutWorker...; they descend from the driver
-    (it started the raylet, which starts them).
-    """
-    ours = descendants({driver.pid}, parents())
-    return [
-        pid for pid, title in processes() if pid in ours and title.startswith(b"ray::RolloutWorker")
-    ]
+    """PIDs of the live RolloutWorker processes of ``driver``'s own Ray: they descend from the
+    driver (it started the raylet, which starts them)."""
+    return rollout_workers({driver.pid})
 
 
 def test_a_killed_worker_is_restarted_and_every_batch_is_full(tmp_path) -> None:

@@ -21,9 +21,8 @@ from tests.helpers import (
     BATCH_LINE,
     HEALTH,
     ROOT,
-    descendants,
-    parents,
     processes,
+    rollout_workers,
     start_driver,
     stop_processes_of,
     token_env,
@@ -176,6 +175,6 @@ def test_a_host_that_joins_mid_run_gets_a_worker_that_plays(hosts, tmp_path) -> 
 
 def _runs_a_worker(temp_dir: Path) -> bool:
     """Whether a RolloutWorker process runs on the node started with ``temp_dir``."""
-    node = {pid for pid, cmdline in processes() if str(temp_dir).encode() in cmdline}
-    on_it = descendants(node, parents())
-    return any(t.startswith(b"ray::RolloutWorker") for pid, t in processes() if pid in on_it)
+    return bool(
+        rollout_workers({p for p, cmdline in processes() if str(temp_dir).encode() in cmdline})
+    )
