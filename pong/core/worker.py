@@ -16,7 +16,6 @@ from pong.core.rollout import episode_gradient, rollout
 
 __all__ = [
     "MAX_RESTARTS",
-    "THREAD_ENV_VARS",
     "WORKER_MEMORY",
     "Result",
     "RolloutWorker",
@@ -32,16 +31,6 @@ MAX_RESTARTS = 3
 # What Ray reserves for a RolloutWorker: 60 MiB, just above the 56-57 MB of its own (private)
 # that one playing Pong was measured to hold (benchmarks/README.md, "Memory of a worker").
 WORKER_MEMORY = 60 * 2**20
-
-# Each worker runs its small matrix products single-threaded: ten workers with a
-# BLAS thread pool per core would fight over the cores. The variables must be in
-# the process's environment before NumPy loads its BLAS, so they travel in Ray's
-# runtime_env rather than being set inside the actor (too late: NumPy is loaded).
-THREAD_ENV_VARS = {
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-}
 
 
 class Result(NamedTuple):
@@ -63,11 +52,12 @@ class Result(NamedTuple):
 
 
 # One CPU held for the worker's life, so Ray places at most one per CPU: a worker
-# that finds no free CPU waits for one rather than crowding a busy node.
+# that finds no free CPU waits for one rather than crowding a busy node. Ray also sets
+# OMP_NUM_THREADS to it before this module (and NumPy's BLAS) loads in the worker, so the
+# small matrix products run single-threaded, not one thread per core in every worker.
 @ray.remote(
     num_cpus=1,
     memory=WORKER_MEMORY,
-    runtime_env={"env_vars": THREAD_ENV_VARS},
     max_restarts=MAX_RESTARTS,
     max_task_retries=0,
 )

@@ -46,8 +46,9 @@ def resolve_address(flag: str | None) -> str | None:
 def local_ray_settings() -> None:
     """Settings for a Ray this process is about to start (a cluster keeps its own): on a small
     machine every background wake-up takes a game off its core. A user's own setting wins."""
-    # The worker processes a new Ray starts per CPU in advance, for tasks, lack our actors'
-    # runtime_env: they would sit idle all run, each waking 100 times a second.
+    # The worker processes a new Ray starts per CPU in advance, for tasks: this program runs
+    # none, and one that no actor takes (--workers below the CPUs) would idle all run, each
+    # waking 100 times a second.
     os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
     os.environ.setdefault("RAY_enable_metrics_collection", "0")  # for a dashboard not started
 

@@ -49,9 +49,10 @@ def pools_into(path: Path):
 
 
 def test_workers_run_numpy_s_blas_single_threaded_in_their_own_process(joined_ray, tmp_path):
-    """The pool itself, as threadpoolctl reads it: set after NumPy loaded its BLAS (the 2016
-    program's way), the variables would be there and the pool as large as ever. A process
-    told 2 threads shows 2, so the check sees what the variables do."""
+    """The pool itself, as threadpoolctl reads it: one thread, by the OMP_NUM_THREADS that Ray
+    sets before the worker loads NumPy. Set after NumPy loaded its BLAS (the 2016 program's
+    way), a variable would be there and the pool as large as ever. A process told 2 threads
+    shows 2, so the check sees what the variables do."""
     info = ray.get(RolloutWorker.remote(pools_into(tmp_path / "pools.json")).describe.remote())
     assert info["pid"] != os.getpid()
     pools = json.loads((tmp_path / "pools.json").read_text())
