@@ -33,6 +33,7 @@ class Hosts:
     def __init__(self) -> None:
         self.prefix = f"pong{os.getpid()}"
         self.made: list[str] = []
+        self.cut_off: set[str] = set()  # the hosts whose link ``cut`` took down
 
     def ns(self, name: str) -> str:
         return f"{self.prefix}{name}"
@@ -69,6 +70,7 @@ class Hosts:
     def cut(self, name: str) -> None:
         """Take host ``name``'s link down: the network between it and the others fails."""
         _ip("-n", self.ns(name), "link", "set", "eth0", "down")
+        self.cut_off.add(name)
 
     def shape(self, name: str, host: int, delay_ms: float = 0, rate_mbit: float = 0) -> None:
         """Shape the link between host ``name`` (at ``SUBNET.host``) and the others, on both

@@ -14,6 +14,7 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+from time import monotonic as time
 
 import pytest
 
@@ -126,7 +127,7 @@ def test_the_documented_job_places_one_worker_per_host_with_the_bytes_of_one_mac
 
 
 def test_a_host_cut_off_mid_run_leaves_every_update_full(hosts, tmp_path) -> None:
-    """Last but one: it cuts the worker node off for good."""
+    """It cuts the worker node off for good."""
     net, address, env, alone, _ = hosts
     run = tmp_path / "run"
     out, args = tmp_path / "out.txt", [*TOY, f"--address={address}", f"--run-dir={run}"]
@@ -146,10 +147,14 @@ def test_a_host_cut_off_mid_run_leaves_every_update_full(hosts, tmp_path) -> Non
 
 
 def test_a_host_that_joins_mid_run_gets_a_worker_that_plays(hosts, tmp_path) -> None:
-    """Two workers asked for, one CPU on the cluster (the cut-off node is gone): the second
-    waits, and plays once a new host joins. The driver is paused (SIGSTOP) while the host
-    starts, so that a run of 60 updates spans it."""
+    """Two workers asked for, one CPU on the cluster (the worker node cut off, by the test
+    before or here): the second waits, and plays once a new host joins. The driver is paused
+    (SIGSTOP) while the host starts, so that a run of 60 updates spans it."""
     net, address, env, alone, start = hosts
+    if "worker" not in net.cut_off:  # run alone
+        _wait_for_cpus(2, net, address, env)  # the worker node seen, then gone
+        net.cut("worker")
+        _wait_for_cpus(1, net, address, env)
     run = tmp_path / "run"
     out, args = tmp_path / "out.txt", [*TOY, "--workers=2", f"--address={address}"]
     proc = start_driver([*args, f"--run-dir={run}"], out, env, net.run("head"))
@@ -171,6 +176,16 @@ def test_a_host_that_joins_mid_run_gets_a_worker_that_plays(hosts, tmp_path) -> 
     played = (run / "updates.csv").read_text()
     assert f"{SUBNET}.3=" in played  # the new host played games
     assert (run / "checkpoint.safetensors").read_bytes() == alone
+
+
+def _wait_for_cpus(cpus: int, net: Hosts, address: str, env: dict[str, str]) -> None:
+    """Wait until the cluster has ``cpus`` CPUs, as ``ray status`` on the head says."""
+    status, deadline = [*net.run("head"), RAY, "status", f"--address={address}"], time() + 60
+    while True:
+        said = subprocess.run(status, env=env, capture_output=True, text=True, timeout=60).stdout
+        if f"/{cpus}.0 CPU\n" in said:
+            return
+        assert time() < deadline, said
 
 
 def _runs_a_worker(temp_dir: Path) -> bool:
