@@ -31,7 +31,7 @@ import ray  # noqa: E402
 from benchmarks.common import machine, start_local_ray, table  # noqa: E402
 from pong.core.train import Trainer  # noqa: E402
 from pong.run.config import Config, hyperparameters  # noqa: E402
-from tests.helpers import free_port, stop_processes_of  # noqa: E402
+from tests.helpers import client_server, free_port, stop_processes_of  # noqa: E402
 
 LOCAL_ONLY = ("RAY_prestart_worker_first_driver", "RAY_enable_metrics_collection")
 RAY = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
@@ -89,14 +89,14 @@ def main() -> None:
         steps, seconds = timed_updates(args.batch_size, args.env, args.updates)
         ray.shutdown()
         local = steps / seconds
-        temp_dir = Path(tempfile.mkdtemp(prefix="rb", dir="/tmp"))
+        temp_dir, address = Path(tempfile.mkdtemp(prefix="rb", dir="/tmp")), ""
         try:
             address = loopback_cluster(cpus, temp_dir)
             ray.init(address=address, logging_level="ERROR")
             steps, seconds = timed_updates(args.batch_size, args.env, args.updates)
             ray.shutdown()
         finally:
-            stop_processes_of(temp_dir)
+            stop_processes_of(temp_dir, client_server(address) if address else temp_dir)
             shutil.rmtree(temp_dir, ignore_errors=True)
         cluster = steps / seconds
         rows.append([round_, f"{local:,.0f}", f"{cluster:,.0f}", f"{cluster / local:.2f}"])

@@ -85,10 +85,15 @@ def stop_processes_of(*temp_dirs: Path | str, seconds: float = 2) -> None:
 
     Only those: ``ray stop`` would end every Ray on the machine, someone else's too.
     """
-    parent_of = parents()
-    ours = {
+    stop_processes({
         pid for pid, cmdline in processes() if any(str(d).encode() in cmdline for d in temp_dirs)
-    }
+    }, seconds)  # fmt: skip
+
+
+def stop_processes(pids: set[int], seconds: float = 2) -> None:
+    """End processes ``pids`` and all their children: SIGTERM, and SIGKILL for those still
+    there ``seconds`` later."""
+    parent_of, ours = parents(), set(pids)
     caller = os.getpid()  # never this process or what started it, whatever they were given
     while caller in parent_of:
         ours.discard(caller)
@@ -146,10 +151,15 @@ def ray_cluster(cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
         assert head.returncode == 0, head.stdout + head.stderr
         yield address, env
     finally:
-        # Its Ray Client server, which `ray start` left with no link to its temp dir, by its
-        # GCS port (it ends itself a minute or two after its GCS, otherwise).
-        stop_processes_of(temp_dir, f":{address.rpartition(':')[2]}\0--host=")
+        stop_processes_of(temp_dir, client_server(address))
         shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def client_server(address: str) -> str:
+    """What the command line of the Ray Client server of the head at ``address`` holds: its
+    GCS port (free when chosen, so this head's alone). ``ray start`` leaves that process with
+    no link to its temp dir, and it ends itself only a minute or two after its GCS."""
+    return f":{address.rpartition(':')[2]}\0--host="
 
 
 # Ray's documented health-check settings: a node that stops answering is declared dead in

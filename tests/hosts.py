@@ -4,6 +4,7 @@ by tests/system/test_hosts.py and benchmarks/hosts_cost.py; needs root (``ip net
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -94,6 +95,17 @@ class Hosts:
             if qdisc:
                 subprocess.run([*tc, "add", "dev", dev, "root", *qdisc],
                                check=True, capture_output=True, text=True, timeout=30)  # fmt: skip
+
+    def processes(self) -> set[int]:
+        """The processes running in these hosts: each one a test started, or what they
+        started (a Ray head's Client server, which no temp dir names, among them)."""
+        hosts = {os.stat(f"/run/netns/{ns}").st_ino for ns in self.made}
+        found = set()
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError):  # gone meanwhile
+                if os.stat(f"/proc/{pid}/ns/net").st_ino in hosts:
+                    found.add(int(pid))
+        return found
 
     def remove(self) -> None:
         for ns in reversed(self.made):

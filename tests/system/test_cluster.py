@@ -21,6 +21,7 @@ from pong.run.checkpoint import load
 from tests.helpers import (
     BATCH_LINE,
     ROOT,
+    client_server,
     descendants,
     free_port,
     free_ports,
@@ -94,6 +95,7 @@ def cluster(tmp_path_factory):
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # the venv's
     base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}  # a client's own
     unset = {k: v for k, v in env.items() if k != "RAY_AUTH_MODE"}
+    address = ""
     try:
         address, dashboard, head = _start_head(unset, temp_dir, cpus=1)
         assert head.returncode == 0, head.stderr
@@ -119,7 +121,7 @@ def cluster(tmp_path_factory):
             pytest.fail(f"the second node never joined:\n{status}")
         yield address, env, base, temp_dir, dashboard, node_dir
     finally:
-        stop_processes_of(node_dir, temp_dir)
+        stop_processes_of(node_dir, temp_dir, client_server(address) if address else node_dir)
         for directory in (node_dir, temp_dir):
             shutil.rmtree(directory.parent, ignore_errors=True)
 

@@ -25,6 +25,7 @@ from tests.helpers import (
     processes,
     rollout_workers,
     start_driver,
+    stop_processes,
     stop_processes_of,
     token_env,
     wait_for,
@@ -80,6 +81,7 @@ def hosts(tmp_path_factory, shared_ray):
     finally:
         proc.kill()
         stop_processes_of(*temp_dirs.values())
+        stop_processes(net.processes())  # the head's Ray Client server: no temp dir names it
         net.remove()
         for temp_dir in temp_dirs.values():
             shutil.rmtree(temp_dir, ignore_errors=True)
