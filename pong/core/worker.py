@@ -28,9 +28,9 @@ __all__ = [
 # not retry it: pong.core.schedule deals it); after that the worker is gone.
 MAX_RESTARTS = 3
 
-# What Ray reserves for a RolloutWorker: 60 MiB, just above the 56-57 MB of its own (private)
+# What Ray reserves for a RolloutWorker: 72 MiB, just above the 66-68 MiB of its own (private)
 # that one playing Pong was measured to hold (benchmarks/README.md, "Memory of a worker").
-WORKER_MEMORY = 60 * 2**20
+WORKER_MEMORY = 72 * 2**20
 
 
 class Result(NamedTuple):
