@@ -140,8 +140,10 @@ class Dealer:
         )
 
     def _lost(self, i: int, game: int | None, error: ray.exceptions.RayActorError) -> None:
-        """Worker ``i`` was lost: its game goes to another worker; it is asked again where it
-        is, unless Ray will not restart it (then it is gone)."""
+        """Worker ``i`` was lost: its game goes to another worker, and it is asked where it is
+        (answered once Ray restarted it, or failing if Ray will not). Where that ask is what
+        failed, it is asked again only while Ray calls the worker unavailable, at most
+        ``DESCRIBE_RETRIES`` times; otherwise it is gone."""
         if game is not None:
             self.left.appendleft(game)
         was_up = self.up.pop(i, None) is not None
