@@ -37,7 +37,7 @@ from benchmarks.common import machine, start_local_ray, table  # noqa: E402
 from pong.core.model import Model  # noqa: E402
 from pong.core.train import Trainer  # noqa: E402
 from pong.run.config import Config, hyperparameters  # noqa: E402
-from tests.helpers import stop_processes, stop_processes_of, token_env  # noqa: E402
+from tests.helpers import stop_processes, token_env  # noqa: E402
 from tests.hosts import SUBNET, Hosts, cannot_make_namespaces  # noqa: E402
 
 RAY = str(Path(sys.executable).parent / "ray")
@@ -176,8 +176,7 @@ def main() -> None:
             )  # fmt: skip
         )
     finally:
-        stop_processes_of(*temp_dirs)
-        stop_processes(net.processes())  # the head's Ray Client server: no temp dir names it
+        stop_processes(net.processes())  # all: the head's Ray Client server names no temp dir
         net.remove()
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -191,6 +191,19 @@ def start_driver(
     )
 
 
+def ray_status_until(holds, address: str, env: dict[str, str], prefix=(), seconds=60) -> None:
+    """Wait until ``holds(text)`` for what ``ray status`` says of the cluster at ``address``
+    (run after ``prefix``, such as a network namespace's); fail with its last text."""
+    command = [*prefix, str(Path(sys.executable).parent / "ray"), "status", f"--address={address}"]
+    deadline = time.monotonic() + seconds
+    while True:
+        said = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60).stdout
+        if holds(said):
+            return
+        assert time.monotonic() < deadline, said
+        time.sleep(0.5)
+
+
 def wait_for(predicate, proc: subprocess.Popen, seconds: float = 120) -> None:
     """Wait until ``predicate()`` holds; fail (with ``proc``'s stderr) if ``proc`` ends first or
     ``seconds`` pass."""

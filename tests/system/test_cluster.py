@@ -27,6 +27,7 @@ from tests.helpers import (
     free_ports,
     parents,
     processes,
+    ray_status_until,
     run_driver,
     start_driver,
     stop_processes_of,
@@ -111,17 +112,10 @@ def cluster(tmp_path_factory):
             env,
         )
         assert node.returncode == 0, node.stderr
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            status = _ray(["status", f"--address={address}"], env).stdout
-            if len(re.findall(r"^ 1 node_", status, re.M)) == 2:
-                break
-            time.sleep(1)
-        else:
-            pytest.fail(f"the second node never joined:\n{status}")
+        ray_status_until(lambda said: len(re.findall(r"^ 1 node_", said, re.M)) == 2, address, env)
         yield address, env, base, temp_dir, dashboard, node_dir
     finally:
-        stop_processes_of(node_dir, temp_dir, client_server(address) if address else node_dir)
+        stop_processes_of(node_dir, temp_dir, *([client_server(address)] if address else []))
         for directory in (node_dir, temp_dir):
             shutil.rmtree(directory.parent, ignore_errors=True)
 

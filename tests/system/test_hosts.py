@@ -14,7 +14,6 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
-from time import monotonic as time
 
 import pytest
 
@@ -23,10 +22,10 @@ from tests.helpers import (
     HEALTH,
     ROOT,
     processes,
+    ray_status_until,
     rollout_workers,
     start_driver,
     stop_processes,
-    stop_processes_of,
     token_env,
     wait_for,
 )
@@ -47,8 +46,8 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", "--seed=3", "--iterations=60"
 def hosts(tmp_path_factory, shared_ray):
     """Head (1 CPU, the job server) and a worker node (1 CPU) on separate hosts, each with a
     temp dir of its own, as on separate machines; the checkpoint of a run on one machine (the
-    shared Ray), to compare with. Everything started is ended by its temp dir, and the
-    namespaces removed."""
+    shared Ray), to compare with. Every process in the hosts is ended, and the namespaces
+    removed."""
     reason = cannot_make_namespaces()
     if reason:
         pytest.skip(reason)
@@ -80,8 +79,7 @@ def hosts(tmp_path_factory, shared_ray):
         yield net, f"{SUBNET}.1:{PORT}", env, alone, start
     finally:
         proc.kill()
-        stop_processes_of(*temp_dirs.values())
-        stop_processes(net.processes())  # the head's Ray Client server: no temp dir names it
+        stop_processes(net.processes())  # all: the head's Ray Client server names no temp dir
         net.remove()
         for temp_dir in temp_dirs.values():
             shutil.rmtree(temp_dir, ignore_errors=True)
@@ -153,10 +151,10 @@ def test_a_host_that_joins_mid_run_gets_a_worker_that_plays(hosts, tmp_path) -> 
     before or here): the second waits, and plays once a new host joins. The driver is paused
     (SIGSTOP) while the host starts, so that a run of 60 updates spans it."""
     net, address, env, alone, start = hosts
-    if "worker" not in net.cut_off:  # run alone
-        _wait_for_cpus(2, net, address, env)  # the worker node seen, then gone
+    if "worker" not in net.cut_off:  # run alone: the worker node seen, then gone
+        ray_status_until(lambda said: "/2.0 CPU\n" in said, address, env, net.run("head"))
         net.cut("worker")
-        _wait_for_cpus(1, net, address, env)
+        ray_status_until(lambda said: "/1.0 CPU\n" in said, address, env, net.run("head"))
     run = tmp_path / "run"
     out, args = tmp_path / "out.txt", [*TOY, "--workers=2", f"--address={address}"]
     proc = start_driver([*args, f"--run-dir={run}"], out, env, net.run("head"))
@@ -178,16 +176,6 @@ def test_a_host_that_joins_mid_run_gets_a_worker_that_plays(hosts, tmp_path) -> 
     played = (run / "updates.csv").read_text()
     assert f"{SUBNET}.3=" in played  # the new host played games
     assert (run / "checkpoint.safetensors").read_bytes() == alone
-
-
-def _wait_for_cpus(cpus: int, net: Hosts, address: str, env: dict[str, str]) -> None:
-    """Wait until the cluster has ``cpus`` CPUs, as ``ray status`` on the head says."""
-    status, deadline = [*net.run("head"), RAY, "status", f"--address={address}"], time() + 60
-    while True:
-        said = subprocess.run(status, env=env, capture_output=True, text=True, timeout=60).stdout
-        if f"/{cpus}.0 CPU\n" in said:
-            return
-        assert time() < deadline, said
 
 
 def _runs_a_worker(temp_dir: Path) -> bool:
