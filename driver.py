@@ -11,7 +11,8 @@ Run (from the repository root, after the README's install):
 
 Each update, the RolloutWorker actors (one per CPU, at most the batch size) play the
 batch's games, each taking the next as it finishes one; the trainer adds their gradients
-as they arrive and applies one RMSProp step (pong/core/train.py). One line per update:
+in game order and applies one RMSProp step (pong/core/train.py; the loop is
+pong/run/training.py, which a sweep's trials run too). One line per update:
 
   Batch 1 computed 10 rollouts (10169 steps) in 1.96 seconds (5181 steps/s), running mean is -20.97
 """
@@ -39,15 +40,15 @@ from collections.abc import Sequence
 import ray
 
 from pong.core.schedule import WorkerError
-from pong.core.train import NonFiniteError, Trainer
+from pong.core.train import NonFiniteError
 from pong.envs.make import check_env
-from pong.run.cluster import ClusterError, cluster_summary, connect, resolve_address
-from pong.run.config import Config, Evaluation, Options, add_flags, fill, given, hyperparameters
+from pong.run.cluster import cluster_summary, connect, resolve_address
+from pong.run.config import Config, Evaluation, Options, add_flags, fill, given
 from pong.run.directory import Run
 from pong.run.errors import OneLineParser, PongError, UsageError, output_closed
-from pong.run.report import announce, batch_line, failed, farewell, interrupted, reached, started
+from pong.run.report import announce, failed, interrupted, reached
 from pong.run.stops import Stops
-from pong.tools import snapshot
+from pong.run.training import train
 from pong.tools.evaluate import evaluate
 
 PROG = "driver.py"
@@ -120,43 +121,6 @@ def prepare(args: argparse.Namespace, options: Options) -> Run:
     return run
 
 
-def train(run: Run, options: Options, stops: Stops, address: str | None = None) -> None:
-    """Start the workers, then update until the options stop it (or forever), one line each;
-    whatever ends it (a stop, Ray failing under it, an error), the last finished update is saved."""
-    trainer, first, iterations = None, run.saved_at, options.iterations
-    run.training = True  # an error from here on says what the run kept
-    try:
-        trainer = Trainer(**hyperparameters(run.config), state=run.initial, workers=options.workers)
-        print(started(trainer), flush=True)
-        while (iterations is None or trainer.iteration - first < iterations) and not reached(
-            trainer.running_reward, options.until_mean
-        ):
-            try:
-                update = trainer.play()  # a stop or a failure here loses only this update's games
-            except OSError as e:  # Ray's own connection broke (its raylet, or a node, is gone)
-                raise ClusterError(f"lost contact with Ray ({e.strerror or e})") from None
-            with stops.held():  # applied, counted, recorded and printed, or none of these
-                trainer.apply(update)
-                run.record(update, trainer)
-                for message in update.messages:
-                    print(message, flush=True)
-                print(batch_line(update, trainer), flush=True)
-            if run.watch_due(trainer.iteration):
-                shot = snapshot.take(trainer.model, run.config.env, seed=trainer.iteration)
-                warning = run.watch(shot, trainer)
-                if warning:
-                    print(warning, flush=True)
-    finally:
-        stops.ending = True  # the last save: a stop from here on is only counted
-        run.close(trainer)
-        if trainer is not None:
-            done = farewell(run, trainer, first, address, options.until_mean, __file__)
-            if sys.exc_info()[0] is KeyboardInterrupt:  # printed last, after Ray's own lines
-                stops.last_line = done
-            else:
-                print(done, flush=True)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     run: Run | None = None
@@ -177,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if run.opened is None:  # so a Ray that ends this process as it starts leaves none
                 run.open()
             announce(run, options, cluster_summary(address))
-            train(run, options, stops, address)
+            train(run, options, stops, address, __file__)
         finally:
             run.close()  # gives the directory up, also when Ray could not start
     except (PongError, ray.exceptions.RayError, WorkerError, NonFiniteError) as e:

@@ -59,8 +59,9 @@ def kept_after_the_job(path: Path, flag: str) -> Path:
     return path
 
 
-def lock(directory: Directory) -> IO[str]:
-    """An exclusive OS lock on ``directory`` while this process lives (else a ``UsageError``)."""
+def lock(directory: Directory, me: str = "", rule: str = "one driver per run directory") -> IO[str]:
+    """An exclusive OS lock on ``directory`` while this process lives, its holder ``me``
+    written in the lock file; else a ``UsageError`` naming the holder and the ``rule``."""
     f = directory.append(LOCK, "a+")  # kept open: the lock lives with it
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -68,12 +69,10 @@ def lock(directory: Directory) -> IO[str]:
         f.seek(0)
         holder = f.read().strip() or "another process"
         f.close()
-        raise UsageError(
-            f"{directory.path} is in use by {holder}; one driver per run directory"
-        ) from None
+        raise UsageError(f"{directory.path} is in use by {holder}; {rule}") from None
     f.seek(0)
     f.truncate()
-    f.write(f"driver.py (pid {os.getpid()} on {socket.gethostname()})\n")
+    f.write(f"{me or 'driver.py'} (pid {os.getpid()} on {socket.gethostname()})\n")
     f.flush()
     return f
 

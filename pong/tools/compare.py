@@ -98,14 +98,21 @@ def _mark_spread(marks: Sequence[Passed | None]) -> tuple[str, str]:
 
 def runs_of(paths: Sequence[Path]) -> list[Path]:
     """The run directories that ``paths`` name: a sweep's directory (``pong.sweep``) stands
-    for its runs, and its ``summary.csv``, which ``DIR/*`` names too, is left out."""
-    from pong.tools.sweep import SUMMARY, TUNE_DIR
+    for each trial's latest run, and a trial's directory for its own; the sweep's other files,
+    which ``DIR/*`` names too, are left out."""
+    from pong.tools.storage import Storage
+    from pong.tools.sweep import DEFINITION
 
     found: list[Path] = []
     for path in paths:
-        if (path / TUNE_DIR).is_dir():
-            found += sorted(p for p in path.iterdir() if p.is_dir() and p.name[0] != ".")
-        elif not (path.name == SUMMARY and (path.parent / TUNE_DIR).is_dir()):
+        if (path / DEFINITION).is_file():
+            storage = Storage(path)
+            latest = [storage.latest(name) for name in storage.directories()]
+            found += [path / rel for rel, _ in filter(None, latest)]
+        elif (path.parent / DEFINITION).is_file():
+            if latest := Storage(path.parent).latest(path.name):
+                found.append(path.parent / latest[0])
+        else:
             found.append(path)
     return found
 

@@ -112,17 +112,23 @@ def test_a_run_whose_name_is_not_utf8_is_named_printably(tmp_path) -> None:
     )
 
 
-def test_a_sweep_stands_for_its_runs_and_its_summary_is_no_run(tmp_path) -> None:
+def test_a_sweep_stands_for_its_trials_latest_runs_and_its_own_files_are_no_run(
+    tmp_path,
+) -> None:
     from pong.tools.compare import runs_of
+    from tests.tools.test_storage import trial_checkpoint
 
     sweep = tmp_path / "sweep"
-    for name in (".tune", "b-seed2", "a-seed1"):
-        (sweep / name).mkdir(parents=True)
-    (sweep / "summary.csv").write_text("batch_size\n")
-    runs = [sweep / "a-seed1", sweep / "b-seed2"]
-    assert runs_of([sweep]) == runs
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text("{}")
+    for name in ("summary.csv", "tuner.pkl", "experiment_state-1.json"):
+        (sweep / name).write_text("Tune's or ours\n")
+    newest = [trial_checkpoint(sweep, "a-seed1", 0, 5), trial_checkpoint(sweep, "b-seed2", 3, 4)]
+    trial_checkpoint(sweep, "a-seed1", 7, 4)  # an earlier launch's, numbered higher
+    (sweep / "c-seed3").mkdir()  # a trial that never reported
+    assert runs_of([sweep]) == newest
     shell = sorted(p for p in sweep.iterdir() if p.name[0] != ".")  # DIR/*, as bash expands it
-    assert runs_of(shell) == runs
+    assert runs_of(shell) == newest
     assert runs_of([tmp_path / "x"]) == [tmp_path / "x"]  # anything else as it is
     (tmp_path / "summary.csv").write_text("not a sweep's\n")
     assert runs_of([tmp_path / "summary.csv"]) == [tmp_path / "summary.csv"]

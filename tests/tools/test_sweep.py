@@ -6,9 +6,11 @@ import csv
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from pong.run.checkpoint import load
 from pong.run.config import Config
 from pong.tools.sweep import MAX_TRIALS, main, trial_name
 from tests.helpers import ROOT, run_driver, wait_for
@@ -24,6 +26,9 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--iterations={ITERATIONS}",
         (["--scheduler", "asha"], "--scheduler asha: needs --iterations"),
         (["--resume", "{tmp}/x", "--seeds", "1"], "argument --seed: not with --resume"),
         (["--resume", "{tmp}"], "no sweep there"),
+        (["--resume", "{tmp}", "--iterations", "3"], "--iterations: not with --resume"),
+        (["--resume", "{tmp}", "--scheduler", "asha"], "--scheduler: not with --resume"),
+        (["--sweep-dir", "{tmp}/file/sub"], "is not a directory"),
         (["--sweep-dir", "{tmp}"], "holds files already"),
         (["--sweep-dir", "{tmp}/file"], "not a directory"),
         (["--seeds"], "expected at least one argument"),
@@ -41,9 +46,11 @@ def test_a_bad_sweep_is_one_line_before_ray_starts(argv, message, tmp_path, caps
     assert err.startswith("python -m pong.sweep: error: ")
 
 
-def test_trial_names_say_their_settings() -> None:
+def test_trial_names_say_their_settings_at_full_precision() -> None:
     config = Config(batch_size=10, learning_rate=3e-4, decay_rate=0.99, seed=2)
     assert trial_name(config) == "batch10-lr0.0003-decay0.99-seed2"
+    close = Config(batch_size=10, learning_rate=0.0010000001, decay_rate=0.99, seed=2)
+    assert trial_name(close) != trial_name(Config(batch_size=10, learning_rate=1e-3, seed=2))
 
 
 @pytest.mark.ray
@@ -72,6 +79,10 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
     assert proc.returncode == 130, text + err
     last = text.splitlines()[-1]
     assert last.startswith("Stopped with ") and last.endswith(f"--resume {sweep}"), last
+    for run in _runs():  # each kept its last update: the checkpoint holds updates.csv's last row
+        directory = _latest(sweep / run)
+        update = (directory / "updates.csv").read_text().splitlines()[-1].split(",")[0]
+        assert load(directory).iteration == int(update) >= 5
     again = subprocess.run(
         [sys.executable, "-m", "pong.sweep", "--resume", str(sweep), f"--address={address}"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
@@ -79,16 +90,15 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.splitlines()[-1].startswith("Done: 2 trials in ")
     assert "Traceback" not in text + err + again.stdout + again.stderr
-    names = sorted(p.name for p in sweep.iterdir() if not p.name.startswith("."))
-    runs = [f"batch2-lr0.003-decay0.9-seed{s}" for s in (1, 2)]
-    assert names == [*runs, "summary.csv"]
+    runs = _runs()
+    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == runs
     for run in runs:
-        assert (sweep / run / "updates.csv").read_text().count("\n") == 1 + ITERATIONS
+        assert (_latest(sweep / run) / "updates.csv").read_text().count("\n") == 1 + ITERATIONS
     alone = tmp_path / "alone"
     flags = [*TOY, "--seed=2", "--learning-rate=3e-3", "--decay-rate=0.9", f"--run-dir={alone}"]
     driver = run_driver([*flags, f"--address={address}", "--workers=1"], env)
     assert driver.returncode == 0, driver.stderr
-    ours = [(sweep / run / "checkpoint.safetensors").read_bytes() for run in runs]
+    ours = [(_latest(sweep / run) / "checkpoint.safetensors").read_bytes() for run in runs]
     assert ours[1] == (alone / "checkpoint.safetensors").read_bytes() != ours[0]
     with open(sweep / "summary.csv", newline="") as f:
         summary = list(csv.DictReader(f))
@@ -123,5 +133,17 @@ def test_a_failed_trial_is_one_line_and_asha_stops_a_hopeless_one(tmp_path, shar
         ("0.01", "1 3", "stopped-early done"),
         ("1e+300", "1 3", "stopped-early failed"),
     ]
-    updates = (sweep / "batch2-lr0.01-decay0.99-seed1" / "updates.csv").read_text()
+    updates = (_latest(sweep / "batch2-lr0.01-decay0.99-seed1") / "updates.csv").read_text()
     assert updates.count("\n") == 2  # the header and its first update: stopped at the rung
+
+
+def _runs() -> list[str]:
+    return [f"batch2-lr0.003-decay0.9-seed{s}" for s in (1, 2)]
+
+
+def _latest(trial: Path) -> Path:
+    """The trial's checkpoint directory of the latest update (Tune keeps one, two where a
+    stop came between its saving a new one and deleting the one before)."""
+    directories = [p for p in trial.iterdir() if p.name.startswith("checkpoint_")]
+    assert 1 <= len(directories) <= 2, directories
+    return max(directories, key=lambda d: load(d).iteration)

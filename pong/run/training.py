@@ -1,0 +1,65 @@
+"""The training loop, one for ``driver.py`` and for each trial of a sweep: start the
+workers, then play and apply updates until the options stop it, one line each; whatever ends
+it (a stop, Ray failing under it, an error), the last finished update is saved."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from pong.core.train import Trainer, Update
+from pong.run.cluster import ClusterError
+from pong.run.config import Options, hyperparameters
+from pong.run.directory import Run
+from pong.run.report import batch_line, farewell, reached, started
+from pong.run.stops import Stops
+from pong.tools import snapshot
+
+__all__ = ["train"]
+
+
+def train(
+    run: Run,
+    options: Options,
+    stops: Stops,
+    address: str | None = None,
+    script: str = "driver.py",
+    after: Callable[[Update, Trainer], None] | None = None,
+) -> None:
+    """Train ``run`` for ``options.iterations`` updates more (or forever, or until its
+    running mean passes ``options.until_mean``); ``after`` is called with each update once it
+    is recorded (a sweep's trial reports it to Tune there). ``script`` continues the run."""
+    trainer, first, iterations = None, run.saved_at, options.iterations
+    run.training = True  # an error from here on says what the run kept
+    try:
+        trainer = Trainer(**hyperparameters(run.config), state=run.initial, workers=options.workers)
+        print(started(trainer), flush=True)
+        while (iterations is None or trainer.iteration - first < iterations) and not reached(
+            trainer.running_reward, options.until_mean
+        ):
+            try:
+                update = trainer.play()  # a stop or a failure here loses only this update's games
+            except OSError as e:  # Ray's own connection broke (its raylet, or a node, is gone)
+                raise ClusterError(f"lost contact with Ray ({e.strerror or e})") from None
+            with stops.held():  # applied, counted, recorded and printed, or none of these
+                trainer.apply(update)
+                run.record(update, trainer)
+                for message in update.messages:
+                    print(message, flush=True)
+                print(batch_line(update, trainer), flush=True)
+            if run.watch_due(trainer.iteration):
+                shot = snapshot.take(trainer.model, run.config.env, seed=trainer.iteration)
+                warning = run.watch(shot, trainer)
+                if warning:
+                    print(warning, flush=True)
+            if after is not None:
+                after(update, trainer)
+    finally:
+        stops.ending = True  # the last save: a stop from here on is only counted
+        run.close(trainer)
+        if trainer is not None:
+            done = farewell(run, trainer, first, address, options.until_mean, script)
+            if sys.exc_info()[0] is KeyboardInterrupt:  # printed last, after Ray's own lines
+                stops.last_line = done
+            else:
+                print(done, flush=True)

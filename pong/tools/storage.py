@@ -1,0 +1,178 @@
+"""Where a sweep keeps its files: a local directory (one machine, or a filesystem every node
+mounts) or a URI that pyarrow opens (``s3://bucket/prefix``, ``gs://...``), as Tune's
+``storage_path`` takes. Every file is read as hostile: bounded, no link followed.
+
+A sweep directory ``DIR`` holds ``sweep.json`` (what the sweep is, and how its trials ended),
+``summary.csv``, Tune's own experiment state (written by Tune, never read here) and, for each
+trial, ``DIR/<trial>/checkpoint_NNNNNN/``: the trial's run directory as it last reported it
+(``checkpoint.safetensors``, ``updates.csv``, ``episodes.csv``, the TensorBoard events).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from pong.run.checkpoint import FILENAME, MAX_HEADER_BYTES, CheckpointError, _count, _metadata
+from pong.run.files import NotRegularError, atomic_write, open_file
+
+__all__ = ["CHECKPOINT_PREFIX", "Storage", "StorageError", "is_uri"]
+
+CHECKPOINT_PREFIX = "checkpoint_"  # Tune's name for a reported checkpoint's directory
+
+
+class StorageError(OSError):
+    """A file of the storage that cannot be read or written; the message names it."""
+
+
+def is_uri(where: str | os.PathLike) -> bool:
+    """Whether ``where`` is a URI (``s3://...``) rather than a local path."""
+    return "://" in str(where)
+
+
+class Storage:
+    """A sweep's directory, local or remote: read, write and list files below it."""
+
+    def __init__(self, where: str | os.PathLike) -> None:
+        self.remote = is_uri(where)
+        if self.remote:
+            import pyarrow.fs
+
+            try:
+                self.fs, self.root = pyarrow.fs.FileSystem.from_uri(str(where))
+            except Exception as e:  # pyarrow's own kinds: ArrowInvalid, ArrowNotImplementedError
+                raise StorageError(f"{where}: not a storage URI pyarrow opens ({e})") from None
+            self.where, self.root = str(where).rstrip("/"), self.root.rstrip("/")
+        else:
+            self.where = self.root = str(Path(where).absolute())
+
+    def __str__(self) -> str:
+        return self.where
+
+    def name(self, *parts: str) -> str:
+        """The path or URI of ``parts`` below the sweep directory."""
+        return "/".join([self.where, *parts])
+
+    def _path(self, *parts: str) -> str:
+        return "/".join([self.root, *parts])
+
+    def read(self, rel: str, max_bytes: int, *, head: bool = False) -> bytes:
+        """The file ``rel``, at most ``max_bytes`` (with ``head``, its first ``max_bytes``);
+        ``FileNotFoundError`` if absent, else one-line ``StorageError``s."""
+        try:
+            if not self.remote:
+                with open_file(self._path(rel), None if head else max_bytes) as f:
+                    return f.read(max_bytes)
+            info = self.fs.get_file_info(self._path(rel))
+            if info.type.name == "NotFound":
+                raise FileNotFoundError(self.name(rel))
+            if info.type.name != "File":
+                raise StorageError(f"{self.name(rel)}: not a file")
+            if not head and info.size > max_bytes:
+                raise StorageError(
+                    f"{self.name(rel)}: {info.size:,} bytes, more than {max_bytes:,}"
+                )
+            with self.fs.open_input_stream(self._path(rel)) as f:
+                return f.read(max_bytes)
+        except (FileNotFoundError, StorageError):
+            raise
+        except NotRegularError as e:
+            raise StorageError(f"{self.name(rel)}: {e.strerror}") from None
+        except OSError as e:
+            raise StorageError(f"{self.name(rel)}: {e.strerror or e}") from None
+
+    def write(self, rel: str, data: bytes) -> None:
+        """``rel`` written whole (a link planted there is replaced, never written through)."""
+        if self.remote:
+            with self.fs.open_output_stream(self._path(rel)) as f:
+                f.write(data)
+        else:
+            with atomic_write(self._path(rel), "wb") as f:
+                f.write(data)
+
+    def directories(self, rel: str = "") -> list[str]:
+        """The names of the directories in ``rel`` (never a link to one), sorted."""
+        if not self.remote:
+            try:
+                with os.scandir(self._path(rel) if rel else self.root) as entries:
+                    return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+        import pyarrow.fs
+
+        found = self.fs.get_file_info(
+            pyarrow.fs.FileSelector(self._path(rel) if rel else self.root, allow_not_found=True)
+        )
+        return sorted(i.base_name for i in found if i.type == pyarrow.fs.FileType.Directory)
+
+    def exists(self) -> bool:
+        """Whether the sweep directory exists and holds anything."""
+        if not self.remote:
+            return os.path.lexists(self.root) and (
+                not os.path.isdir(self.root)
+                or os.path.islink(self.root)
+                or any(os.scandir(self.root))
+            )
+        import pyarrow.fs
+
+        selector = pyarrow.fs.FileSelector(self.root, allow_not_found=True)
+        return bool(self.fs.get_file_info(selector))
+
+    def remove(self, rel: str) -> None:
+        """Delete the directory ``rel`` and what it holds."""
+        if self.remote:
+            self.fs.delete_dir(self._path(rel))
+        else:
+            import shutil
+
+            shutil.rmtree(self._path(rel))
+
+    def prune(self, trial: str, keep: str) -> None:
+        """Delete the trial's checkpoint directories but ``keep`` (``trial/checkpoint_N``)."""
+        for name in self.directories(trial):
+            if name.startswith(CHECKPOINT_PREFIX) and f"{trial}/{name}" != keep:
+                self.remove(f"{trial}/{name}")
+
+    def copy_down(self, rel: str, local: Path) -> None:
+        """The files below ``rel`` copied into the local directory ``local`` (made here)."""
+        import pyarrow.fs
+
+        local.mkdir(parents=True, exist_ok=True)
+        pyarrow.fs.copy_files(
+            self._path(rel),
+            str(local.absolute()),
+            source_filesystem=self.fs if self.remote else pyarrow.fs.LocalFileSystem(),
+            destination_filesystem=pyarrow.fs.LocalFileSystem(),
+        )
+
+    def saved_update(self, rel: str) -> int | None:
+        """The update the checkpoint in the run directory ``rel`` holds, from its header
+        alone; ``None`` where there is none or it is damaged."""
+        try:
+            data = self.read(f"{rel}/{FILENAME}", 8 + MAX_HEADER_BYTES, head=True)
+            length = int.from_bytes(data[:8], "little")
+            if len(data) < 8 or length > MAX_HEADER_BYTES or 8 + length > len(data):
+                return None
+            return _count(_metadata(rel, data[8 : 8 + length]), "iteration")
+        except (OSError, CheckpointError, KeyError, ValueError):
+            return None
+
+    def latest(self, trial: str) -> tuple[str, int] | None:
+        """The run directory ``trial/checkpoint_NNNNNN`` whose checkpoint holds the latest
+        update, and that update; ``None`` where the trial has none. (A resumed trial's first
+        checkpoint restarts Tune's numbering, so the update decides, not the number.)"""
+        found = []
+        for name in self.directories(trial):
+            if name.startswith(CHECKPOINT_PREFIX):
+                if (update := self.saved_update(f"{trial}/{name}")) is not None:
+                    found.append((update, name))
+        return (f"{trial}/{max(found)[1]}", max(found)[0]) if found else None
+
+
+def plain_directory(path: Path) -> bool:
+    """Whether ``path`` is a directory itself, not a link to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
