@@ -19,20 +19,12 @@ pong/run/training.py, which a sweep's trials run too). One line per update:
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 
-
-def _stopped_while_loading(signum: int, frame: object) -> None:
-    """A signal before ``main`` takes over (Ray takes ~0.5 s to import): nothing started yet."""
-    print(f"Interrupted by {signal.Signals(signum).name}.", file=sys.stderr, flush=True)
-    os._exit(128 + signum)  # at once: no traceback from whichever import was running
-
+from pong.run.stops import stop_while_loading
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGINT, _stopped_while_loading)
-    signal.signal(signal.SIGTERM, _stopped_while_loading)
+    stop_while_loading()
 
 import argparse
 from collections.abc import Sequence

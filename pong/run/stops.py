@@ -4,11 +4,13 @@ block if inside one, and only counts later ones: a second Ctrl-C cannot cut a sa
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["STOPS", "Stops"]
+__all__ = ["STOPS", "Stops", "stop_while_loading"]
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill/ray job stop, a lost terminal
 
@@ -46,3 +48,15 @@ class Stops:
         if self.received and not self.ending:  # the first stop came inside it
             self.ending = True
             raise KeyboardInterrupt
+
+
+def _stopped_while_loading(signum: int, frame: object) -> None:
+    print(f"Interrupted by {signal.Signals(signum).name}.", file=sys.stderr, flush=True)
+    os._exit(128 + signum)  # at once: no traceback from whichever import was running
+
+
+def stop_while_loading() -> None:
+    """Until ``Stops.install`` takes over (Ray takes ~0.5 s to import), a SIGINT or SIGTERM
+    ends the program at once with one line: nothing has started yet."""
+    signal.signal(signal.SIGINT, _stopped_while_loading)
+    signal.signal(signal.SIGTERM, _stopped_while_loading)

@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 
 from pong.run.checkpoint import FILENAME, MAX_HEADER_BYTES, CheckpointError, _count, _metadata
+from pong.run.errors import first_line
 from pong.run.files import NotRegularError, atomic_write, open_file
 
 __all__ = ["CHECKPOINT_PREFIX", "Storage", "StorageError", "is_uri"]
@@ -83,13 +84,18 @@ class Storage:
             raise StorageError(f"{self.name(rel)}: {e.strerror or e}") from None
 
     def write(self, rel: str, data: bytes) -> None:
-        """``rel`` written whole (a link planted there is replaced, never written through)."""
-        if self.remote:
-            with self.fs.open_output_stream(self._path(rel)) as f:
-                f.write(data)
-        else:
-            with atomic_write(self._path(rel), "wb") as f:
-                f.write(data)
+        """``rel`` written whole (a link planted there is replaced, never written through);
+        a one-line ``StorageError`` if it cannot be."""
+        try:
+            if self.remote:
+                with self.fs.open_output_stream(self._path(rel)) as f:
+                    f.write(data)
+            else:
+                with atomic_write(self._path(rel), "wb") as f:
+                    f.write(data)
+        except OSError as e:
+            why = first_line(e).split(" (Request ID")[0]  # pyarrow's S3 errors run on
+            raise StorageError(f"could not write {self.name(rel)}: {e.strerror or why}") from None
 
     def directories(self, rel: str = "") -> list[str]:
         """The names of the directories in ``rel`` (never a link to one), sorted."""

@@ -371,17 +371,15 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # a stop is ours (``Interrupted``)
     # Every update is a checkpoint (so a stop loses none), which Tune warns is often.
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-    import logging
-
-    import ray
-
-    from pong.run.cluster import ClusterError, connect
-
-    for name in ("ray.tune.tune", "ray.tune.execution.tune_controller",
-                 "ray.tune.analysis.experiment_analysis"):  # fmt: skip
-        logging.getLogger(name).setLevel(logging.CRITICAL)  # ours say it, in a line each
     started = time.monotonic()
     try:
+        import logging
+
+        from pong.run.cluster import ClusterError, connect
+
+        for name in ("ray.tune.tune", "ray.tune.execution.tune_controller",
+                     "ray.tune.analysis.experiment_analysis"):  # fmt: skip
+            logging.getLogger(name).setLevel(logging.CRITICAL)  # ours say it, in a line each
         try:
             # A trial's own output stays in its log file (Ray's SIGTERM to trials at shutdown
             # showed as a stray traceback when forwarded); the sweep prints what each reports.
@@ -397,17 +395,15 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
         if todo:
             tuner = _tuner(args, storage, sweep, todo)
             stops.holding = True  # while Tune runs, a stop is counted; Interrupted ends it
-            try:
-                tuner.fit()
-            finally:
-                stops.holding = False
-        return report(storage, sweep, stops, time.monotonic() - started)
-    except KeyboardInterrupt:  # before Tune started its trials
+            tuner.fit()
+        stops.ending = True  # the sweep has ended: a stop now is only counted
+    except KeyboardInterrupt:  # a stop before Tune started its trials: it ends the same way
         stops.ending = True
-        return report(storage, sweep, stops, time.monotonic() - started)
     finally:
         stops.ending = True
-        ray.shutdown()
+        if "ray" in sys.modules:  # a no-op when Ray never started
+            sys.modules["ray"].shutdown()
+    return report(storage, sweep, stops, time.monotonic() - started)
 
 
 def check_visible(storage: Storage) -> None:

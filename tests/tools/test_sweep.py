@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
+import json
+import pickle
 import signal
 import subprocess
 import sys
@@ -12,7 +15,8 @@ import pytest
 
 from pong.run.checkpoint import load
 from pong.run.config import Config
-from pong.tools.sweep import MAX_TRIALS, main, trial_name
+from pong.run.errors import UsageError, command
+from pong.tools.sweep import MAX_TRIALS, PASSED, main, trial_name
 from tests.helpers import ROOT, run_driver, wait_for
 
 ITERATIONS = 60  # toy updates (about 0.05 s each): long enough to be stopped in the middle
@@ -57,8 +61,9 @@ def test_trial_names_say_their_settings_at_full_precision() -> None:
 def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
     tmp_path, shared_ray
 ) -> None:
-    """2 seeds at 2 decay rates on the toy, both at once on a local Ray, stopped with Ctrl-C
-    and resumed on a cluster: two runs in the sweep directory, a trial's checkpoint the bytes
+    """2 seeds on the toy, both at once on a local Ray, stopped with SIGTERM mid-way (each
+    trial keeps its last update) and resumed on a cluster, after pickles were planted in every
+    state file Tune wrote and in added ones (none is read): a trial's checkpoint is the bytes
     that driver.py writes with its flags. (The other test sweeps a grid of two values of two
     flags.)"""
     address, env = shared_ray
@@ -71,18 +76,19 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
     )  # fmt: skip
     try:
         wait_for(lambda: ": update 5," in out.read_text(), proc)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)  # as `ray job stop`, Kubernetes and batch systems
         _, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
     text = out.read_text()
-    assert proc.returncode == 130, text + err
+    assert proc.returncode == 143, text + err
     last = text.splitlines()[-1]
     assert last.startswith("Stopped with ") and last.endswith(f"--resume {sweep}"), last
     for run in _runs():  # each kept its last update: the checkpoint holds updates.csv's last row
         directory = _latest(sweep / run)
         update = (directory / "updates.csv").read_text().splitlines()[-1].split(",")[0]
         assert load(directory).iteration == int(update) >= 5
+    payload = plant_pickles(sweep, tmp_path / "pwned")
     again = subprocess.run(
         [sys.executable, "-m", "pong.sweep", "--resume", str(sweep), f"--address={address}"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
@@ -90,6 +96,7 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.splitlines()[-1].startswith("Done: 2 trials in ")
     assert "Traceback" not in text + err + again.stdout + again.stderr
+    assert payload.planted >= 5 and not (tmp_path / "pwned").exists()
     runs = _runs()
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == runs
     for run in runs:
@@ -147,3 +154,109 @@ def _latest(trial: Path) -> Path:
     directories = [p for p in trial.iterdir() if p.name.startswith("checkpoint_")]
     assert 1 <= len(directories) <= 2, directories
     return max(directories, key=lambda d: load(d).iteration)
+
+
+class _Payload:
+    """What a planted pickle runs when unpickled: it makes a file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.planted = path, 0
+
+    def __reduce__(self):
+        return (Path.touch, (self.path,))
+
+
+def plant_pickles(sweep: Path, made: Path) -> _Payload:
+    """A pickle that makes ``made`` in every file of ``sweep`` that is not a run's or ours
+    (Tune's state: tuner.pkl, basic-variant-state-*.json, a CLOUDPICKLE_FALLBACK value in
+    experiment_state-*.json), and in files Tune would read if they were there."""
+    payload = _Payload(made)
+    data = pickle.dumps(payload)
+    planted = [p for p in sweep.iterdir() if p.is_file() and p.name not in OURS]
+    planted += [sweep / n for n in ("trainable.pkl", "searcher-state-2099.pkl", "params.pkl")]
+    for trial in (p for p in sweep.iterdir() if p.is_dir()):
+        planted += [trial / "params.pkl", trial / "error.pkl", trial / "result.json"]
+    for path in planted:
+        if path.name.startswith("experiment_state"):
+            fallback = {"_type": "CLOUDPICKLE_FALLBACK", "value": data.hex()}
+            path.write_text(json.dumps({"trial_data": [[fallback, fallback]], "runner_data": {}}))
+        else:
+            path.write_bytes(data)
+        payload.planted += 1
+    return payload
+
+
+OURS = {"sweep.json", "summary.csv", ".lock"}
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (b"\x80\x04K\x01.", "damaged ('utf-8' codec can't decode"),  # a pickle
+        (b'{"format": "pong-sweep/1", "trials": [', "damaged (Expecting value"),  # cut short
+        (b'{"format": "other"}', "not a pong sweep"),
+        (b"[]", "not a pong sweep"),
+        (None, "learning_rate: expected a positive number, got '-1'"),
+        (None, "settings: scheduler"),
+        (None, "ended: expected trial names"),
+    ],
+)
+def test_a_damaged_sweep_json_is_one_line_before_ray_starts(
+    damage, message, tmp_path, capsys
+) -> None:
+    body = {
+        "format": "pong-sweep/1",
+        "trials": [dataclasses.asdict(Config(seed=1))],
+        "settings": dict.fromkeys(PASSED, None) | {"scheduler": "fifo", "watch_every": 0},
+        "ended": {},
+        "seconds": 0,
+    }
+    body["settings"] |= {"checkpoint_every": 10, "checkpoint_seconds": 60.0}
+    if "learning_rate" in message:
+        body["trials"][0]["learning_rate"] = -1
+    elif "scheduler" in message:
+        body["settings"]["scheduler"] = "asha"  # without iterations
+    elif "ended" in message:
+        body["ended"] = {"someone-else": "done"}
+    (tmp_path / "sweep.json").write_bytes(damage or json.dumps(body).encode())
+    assert main(["--resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert err.startswith(f"python -m pong.sweep: error: {tmp_path}/sweep.json: ")
+
+
+def test_a_sweep_directory_has_one_owner(tmp_path) -> None:
+    from pong.tools.storage import Storage
+    from pong.tools.sweep import owned
+
+    with owned(Storage(tmp_path / "sweep"), creating=True):
+        with pytest.raises(UsageError, match=r"in use by python -m pong.sweep \(pid \d+ on "):
+            with owned(Storage(tmp_path / "sweep"), creating=False):
+                pass
+    with owned(Storage(tmp_path / "sweep"), creating=False):  # given up: another may own it
+        pass
+
+
+@pytest.mark.ray
+def test_a_stop_before_the_trials_start_ends_the_sweep_as_one_later(tmp_path) -> None:
+    """SIGINT as soon as the sweep has written its definition (Ray still starting): the
+    summary of trials not started, and the command that finishes it as the last line."""
+    sweep = tmp_path / "sweep"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pong.sweep", *TOY, "--seeds", "1", "2", f"--sweep-dir={sweep}",
+         "--num-cpus=1"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: (sweep / "sweep.json").exists(), proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in out + err, err
+    assert "| not started not started |" in out
+    assert out.splitlines()[-1] == (
+        "Stopped with 2 of 2 trials unfinished; continue with:"
+        f" {command('--resume', module='pong.sweep')} {sweep}"
+    )
