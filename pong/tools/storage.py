@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+import urllib.parse
 from pathlib import Path
 
 from pong.run.checkpoint import FILENAME, MAX_HEADER_BYTES, CheckpointError, _count, _metadata
@@ -44,12 +45,24 @@ class Storage:
                 self.fs, self.root = pyarrow.fs.FileSystem.from_uri(str(where))
             except Exception as e:  # pyarrow's own kinds: ArrowInvalid, ArrowNotImplementedError
                 raise StorageError(f"{where}: not a storage URI pyarrow opens ({e})") from None
-            self.where, self.root = str(where).rstrip("/"), self.root.rstrip("/")
+            self.uri, self.root = str(where), self.root.rstrip("/")
+            parts = urllib.parse.urlsplit(self.uri)  # its query (?endpoint_override=...) apart
+            self.where = f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
         else:
-            self.where = self.root = str(Path(where).absolute())
+            self.uri = self.where = self.root = str(Path(where).absolute())
 
     def __str__(self) -> str:
-        return self.where
+        """The storage as given: a URI whole, with its query; an absolute path."""
+        return self.uri
+
+    def parent_and_name(self) -> tuple[str, str]:
+        """Tune's ``storage_path`` and experiment name for this directory: its parent (with
+        the URI's query) and its own name."""
+        parts = urllib.parse.urlsplit(self.uri)
+        parent, _, name = parts.path.rstrip("/").rpartition("/")
+        if not self.remote:
+            return parent or "/", name
+        return urllib.parse.urlunsplit(parts._replace(path=parent)), name
 
     def name(self, *parts: str) -> str:
         """The path or URI of ``parts`` below the sweep directory."""
@@ -112,18 +125,22 @@ class Storage:
         )
         return sorted(i.base_name for i in found if i.type == pyarrow.fs.FileType.Directory)
 
-    def exists(self) -> bool:
-        """Whether the sweep directory exists and holds anything."""
+    def names(self) -> list[str]:
+        """What the sweep directory holds (nothing where it does not exist); a
+        ``StorageError`` where it is a file or a link."""
         if not self.remote:
-            return os.path.lexists(self.root) and (
-                not os.path.isdir(self.root)
-                or os.path.islink(self.root)
-                or any(os.scandir(self.root))
-            )
+            if os.path.islink(self.root) or (
+                os.path.lexists(self.root) and not os.path.isdir(self.root)
+            ):
+                raise StorageError(f"{self.where}: not a directory")
+            return sorted(os.listdir(self.root)) if os.path.isdir(self.root) else []
         import pyarrow.fs
 
         selector = pyarrow.fs.FileSelector(self.root, allow_not_found=True)
-        return bool(self.fs.get_file_info(selector))
+        try:
+            return sorted(i.base_name for i in self.fs.get_file_info(selector))
+        except OSError as e:
+            raise StorageError(f"{self.where}: {first_line(e).split(' (Request ID')[0]}") from None
 
     def remove(self, rel: str) -> None:
         """Delete the directory ``rel`` and what it holds."""

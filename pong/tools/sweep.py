@@ -255,8 +255,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             sweep = new_sweep(args, storage)
         with owned(storage, creating=args.resume is None):
-            if args.resume is None:
-                storage.write(DEFINITION, sweep.to_json())
             return run_sweep(args, storage, sweep, stops)
     except (UsageError, StorageError) as e:
         return refuse(str(e))
@@ -297,10 +295,11 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
 
 
 def _holds_files(storage: Storage) -> bool:
+    """Whether the directory holds anything but an owner's lock (a sweep refused at once)."""
     try:
-        return storage.exists()
-    except OSError as e:
-        raise StorageError(f"--sweep-dir {storage}: {e.strerror or e}") from None
+        return bool(set(storage.names()) - {LOCK, OWNER})
+    except StorageError as e:
+        raise UsageError(f"--sweep-dir {e}") from None
 
 
 def read_definition(storage: Storage) -> Sweep:
@@ -344,7 +343,7 @@ class owned:  # noqa: N801 (a context manager, named as the state it holds)
             self.lock = lock(self.opened, PROG, "one sweep per directory")
         except OSError as e:
             raise UsageError(f"--sweep-dir {printable(directory)}: {e.strerror or e}") from None
-        if self.creating and set(self.opened.names()) - {LOCK}:  # another sweep won the race
+        if self.creating and _holds_files(self.storage):  # another sweep won the race
             self.__exit__()
             raise UsageError(f"--sweep-dir {self.storage}: holds files already")
         return self
@@ -388,6 +387,7 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return 1
         check_visible(storage)
+        storage.write(DEFINITION, sweep.to_json())  # from here on, it can be resumed
         todo = [c for c in sweep.configs if trial_name(c) not in sweep.ended]
         if args.resume is not None:
             print(f"Resuming the sweep in {storage}: {len(todo)} of {len(sweep.configs)}"
@@ -481,7 +481,7 @@ def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[
         spaces.append(
             settings | {"config": dataclasses.asdict(config), "from": latest and latest[0]}
         )
-    parent, _, name = str(storage).rstrip("/").rpartition("/")
+    parent, name = storage.parent_and_name()
     return tune.Tuner(
         _trainable(storage),
         param_space={"settings": tune.grid_search(spaces)},
@@ -490,7 +490,7 @@ def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[
         ),
         run_config=tune.RunConfig(
             name=name,
-            storage_path=parent or "/",
+            storage_path=parent,
             verbose=0,
             stop=Interrupted(),
             callbacks=[Lines(sweep, storage)],
@@ -765,7 +765,7 @@ def download(source: str | Path, dest: Path) -> int:
             sweep = read_definition(storage)
             names = [trial_name(c) for c in sweep.configs]
         except UsageError:  # SWEEP/NAME: one trial of a sweep
-            parent, _, name = str(source).rstrip("/").rpartition("/")
+            parent, name = storage.parent_and_name()
             storage = Storage(parent)
             sweep = read_definition(storage)
             names = [trial_name(c) for c in sweep.configs if trial_name(c) == name]

@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from tests.helpers import (
     token_env,
     wait_for,
 )
-from tests.hosts import SUBNET, Hosts, cannot_make_namespaces
+from tests.hosts import SUBNET, Hosts, cannot_make_namespaces, empty_venv
 
 pytestmark = [pytest.mark.ray, pytest.mark.cluster]
 
@@ -54,7 +53,7 @@ def hosts(tmp_path_factory, shared_ray):
     tmp = tmp_path_factory.mktemp("hosts")
     temp_dirs = {n: Path(tempfile.mkdtemp(prefix="h", dir=SHM)) for n in ("head", "worker")}
     env = {**token_env(tmp), **HEALTH}
-    net, python = Hosts(), _empty_venv(tmp / "venv")
+    net, python = Hosts(), empty_venv(tmp / "venv")
 
     def start(name: str, host: int, *flags: str) -> Path:
         """``ray start`` on a new host ``name`` at ``SUBNET.host``; its own temp dir."""
@@ -83,17 +82,6 @@ def hosts(tmp_path_factory, shared_ray):
         net.remove()
         for temp_dir in temp_dirs.values():
             shutil.rmtree(temp_dir, ignore_errors=True)
-
-
-def _empty_venv(venv: Path) -> str:
-    """The hosts' Python: a venv that holds no packages but sees this one's (a .pth file).
-    A job's runtime_env copies the venv of its node's Python: kilobytes, not this one's 1 GB
-    (about 4 s a host)."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True, timeout=60)
-    [site] = venv.glob("lib/python*/site-packages")
-    ours = sysconfig.get_path("purelib")
-    (site / "this_project_venv.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
-    return str(venv / "bin" / "python")
 
 
 def _batches(text: str) -> list[tuple[str, str]]:

@@ -239,7 +239,7 @@ def test_a_sweep_directory_has_one_owner(tmp_path) -> None:
 
 @pytest.mark.ray
 def test_a_stop_before_the_trials_start_ends_the_sweep_as_one_later(tmp_path) -> None:
-    """SIGINT as soon as the sweep has written its definition (Ray still starting): the
+    """SIGINT as soon as the sweep owns its directory (Ray not yet up): the
     summary of trials not started, and the command that finishes it as the last line."""
     sweep = tmp_path / "sweep"
     proc = subprocess.Popen(
@@ -248,7 +248,7 @@ def test_a_stop_before_the_trials_start_ends_the_sweep_as_one_later(tmp_path) ->
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        wait_for(lambda: (sweep / "sweep.json").exists(), proc)
+        wait_for(lambda: (sweep / ".lock").exists(), proc)  # owned; Ray not yet up
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
