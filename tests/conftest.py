@@ -16,6 +16,7 @@ SLOW = (
     "test_driver.py",  # 130
     "test_hosts.py",  # 85
     "test_sweep.py",  # 65
+    "test_sweep_hosts.py",  # 80
     "test_schedule.py",  # 50
     "test_train.py",  # 20
     "test_toy.py",  # 12

@@ -10,6 +10,9 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 SUBNET = "10.77.0"  # the head .1, other hosts .2, .3, ...
@@ -124,3 +127,56 @@ def empty_venv(venv: Path) -> str:
     ours = sysconfig.get_path("purelib")
     (site / "this_project_venv.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
     return str(venv / "bin" / "python")
+
+
+PORT, S3_PORT = 6379, 9000  # the head's GCS and the S3 server, on the head's address
+# The S3 server in a URI's query: pyarrow reads AWS_ENDPOINT_URL too, but as a virtual host
+# (the bucket's name before the address), which no host here resolves.
+S3_SERVER = f"endpoint_override={SUBNET}.1:{S3_PORT}&scheme=http"
+S3_KEYS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+S3_KEYS["AWS_DEFAULT_REGION"] = "us-east-1"
+
+
+@contextlib.contextmanager
+def sweep_hosts(tmp: Path, env: dict[str, str]) -> Iterator[tuple[Hosts, str, Path]]:
+    """A head (1 CPU, an S3 server with the bucket ``sweeps``) and a worker host (1 CPU)
+    whose ``disk``, a path the head has too, is a private tmpfs: hosts that share no disk.
+    Yields the hosts, the head's address and ``disk``; ends every process in them."""
+    ray = str(Path(sys.executable).parent / "ray")
+    disk = tmp / "disk"
+    disk.mkdir()
+    temp_dirs = [Path(tempfile.mkdtemp(prefix="s", dir="/dev/shm")) for _ in range(2)]
+    net, python = Hosts(), empty_venv(tmp / "venv")
+    env = {**env, **S3_KEYS}
+    start = [python, ray, "start", "--num-cpus=1", "--disable-usage-stats"]
+    try:
+        head = net.add("head", 1)
+        subprocess.run([*head, *start, "--head", f"--port={PORT}", f"--temp-dir={temp_dirs[0]}",
+                        f"--node-ip-address={SUBNET}.1", "--include-dashboard=false"],
+                       env=env, check=True, capture_output=True, timeout=120)  # fmt: skip
+        subprocess.Popen([*head, python, "-m", "moto.server", "-H", f"{SUBNET}.1", "-p",
+                          str(S3_PORT)], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)  # fmt: skip
+        worker = [*start, f"--address={SUBNET}.1:{PORT}", f"--node-ip-address={SUBNET}.2",
+                  f"--temp-dir={temp_dirs[1]}"]  # fmt: skip
+        subprocess.run(
+            [*net.add("worker", 2), "unshare", "--mount", "--propagation", "private", "sh", "-c",
+             'mount -t tmpfs disk "$0" && exec "$@"', str(disk), *worker],
+            env=env, check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        make = (
+            "import pyarrow.fs as f; f.FileSystem.from_uri("
+            f"'s3://sweeps?{S3_SERVER}&allow_bucket_creation=true')[0].create_dir('sweeps')"
+        )
+        deadline = time.monotonic() + 60
+        while subprocess.run([*head, python, "-c", make], env=env, capture_output=True).returncode:
+            assert time.monotonic() < deadline, "the S3 server did not answer"
+            time.sleep(0.5)
+        yield net, f"{SUBNET}.1:{PORT}", disk
+    finally:
+        from tests.helpers import stop_processes
+
+        stop_processes(net.processes())  # Ray's, and the S3 server
+        net.remove()
+        for temp_dir in temp_dirs:
+            shutil.rmtree(temp_dir, ignore_errors=True)

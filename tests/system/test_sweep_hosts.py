@@ -7,13 +7,9 @@ stopped and resumed, with the bytes of ``driver.py``. Needs root (``ip netns``).
 from __future__ import annotations
 
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 
 import pytest
 
@@ -24,100 +20,45 @@ from tests.helpers import (
     ROOT,
     ray_status_until,
     start_driver,
-    stop_processes,
     token_env,
     wait_for,
 )
-from tests.hosts import SUBNET, Hosts, cannot_make_namespaces, empty_venv
+from tests.hosts import S3_KEYS, S3_SERVER, SUBNET, Hosts, cannot_make_namespaces, sweep_hosts
 
 pytestmark = [pytest.mark.ray, pytest.mark.cluster]
 
-RAY = str(Path(sys.executable).parent / "ray")
-SHM = "/dev/shm"  # the hosts' Ray temp dirs, in memory
-PORT, S3_PORT = 6379, 9000  # the head's GCS and the S3 server, on the head's address
 SEEDS = (1, 2)
 ITERATIONS = 40
 FLAGS = ["--env=PongToy/Catch-v0", "--batch-size=2", "--learning-rate=3e-3", "--watch-every=0"]
 TOY = [*FLAGS, f"--iterations={ITERATIONS}"]
-# The server in the URI (pyarrow reads AWS_ENDPOINT_URL, but as a virtual host: the bucket's
-# name before the address, which no host here resolves).
-SERVER = f"endpoint_override={SUBNET}.1:{S3_PORT}&scheme=http"
-S3 = {  # what the S3 clients (pyarrow, here and on each host) are given
-    "AWS_ACCESS_KEY_ID": "test",
-    "AWS_SECRET_ACCESS_KEY": "test",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
 
 
 @pytest.fixture(scope="module")
 def hosts(tmp_path_factory, shared_ray):
-    """The head (1 CPU, the S3 server) and a worker host (1 CPU, its own ``disk``); the
-    checkpoints of driver.py runs of each seed on one machine (the shared Ray), to compare
-    with. Every process in the hosts is ended, and the namespaces removed."""
+    """The hosts of ``tests.hosts.sweep_hosts``; the checkpoints of driver.py runs of each
+    seed on one machine (the shared Ray), made while they start, to compare with."""
     reason = cannot_make_namespaces()
     if reason:
         pytest.skip(reason)
     tmp = tmp_path_factory.mktemp("sweep-hosts")
-    disk = tmp / "disk"  # the head's; the worker host sees an empty tmpfs there
-    disk.mkdir()
-    temp_dirs = [Path(tempfile.mkdtemp(prefix="s", dir=SHM)) for _ in range(2)]
-    env = {**token_env(tmp), **HEALTH, **S3}
-    net, python = Hosts(), empty_venv(tmp / "venv")
+    env = {**token_env(tmp), **HEALTH, **S3_KEYS}
     address, one = shared_ray
-    runs = {seed: tmp / f"alone-{seed}" for seed in SEEDS}  # while the cluster starts
+    runs = {seed: tmp / f"alone-{seed}" for seed in SEEDS}
     drivers = [
         start_driver([*TOY, f"--seed={s}", f"--address={address}", f"--run-dir={runs[s]}"],
                      tmp / f"out-{s}.txt", one)
         for s in SEEDS
     ]  # fmt: skip
-    start = [python, RAY, "start", "--num-cpus=1", "--disable-usage-stats"]
     try:
-        head = net.add("head", 1)
-        _ok(subprocess.run([*head, *start, "--head", f"--port={PORT}", f"--temp-dir={temp_dirs[0]}",
-            f"--node-ip-address={SUBNET}.1", "--include-dashboard=false"],
-            env=env, capture_output=True, text=True, timeout=120))  # fmt: skip
-        subprocess.Popen([*head, python, "-m", "moto.server", "-H", f"{SUBNET}.1", "-p",
-                          str(S3_PORT)], env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)  # fmt: skip
-        worker = [*start, f"--address={SUBNET}.1:{PORT}", f"--node-ip-address={SUBNET}.2",
-                  f"--temp-dir={temp_dirs[1]}"]  # fmt: skip
-        _ok(subprocess.run(
-            [*net.add("worker", 2), "unshare", "--mount", "--propagation", "private", "sh", "-c",
-             'mount -t tmpfs disk "$0" && exec "$@"', str(disk), *worker],
-            env=env, capture_output=True, text=True, timeout=120))  # fmt: skip
-        _make_bucket(net, python, env)
-        ray_status_until(lambda said: "/2.0 CPU\n" in said, f"{SUBNET}.1:{PORT}", env, head)
-        for proc in drivers:
-            assert proc.wait(timeout=240) == 0, proc.communicate()[1]
-        alone = {s: (runs[s] / "checkpoint.safetensors").read_bytes() for s in SEEDS}
-        yield net, f"{SUBNET}.1:{PORT}", env, disk, alone
+        with sweep_hosts(tmp, env) as (net, head, disk):
+            ray_status_until(lambda said: "/2.0 CPU\n" in said, head, env, net.run("head"))
+            for proc in drivers:
+                assert proc.wait(timeout=240) == 0, proc.communicate()[1]
+            alone = {s: (runs[s] / "checkpoint.safetensors").read_bytes() for s in SEEDS}
+            yield net, head, env, disk, alone
     finally:
         for proc in drivers:
             proc.kill()
-        stop_processes(net.processes())  # Ray's, and the S3 server
-        net.remove()
-        for temp_dir in temp_dirs:
-            shutil.rmtree(temp_dir, ignore_errors=True)
-
-
-def _ok(done: subprocess.CompletedProcess) -> None:
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-def _make_bucket(net: Hosts, python: str, env: dict[str, str]) -> None:
-    """The bucket ``sweeps``, once the S3 server answers."""
-    make = (
-        "import pyarrow.fs as f; f.FileSystem.from_uri("
-        f"'s3://sweeps?{SERVER}&allow_bucket_creation=true')[0].create_dir('sweeps')"
-    )
-    deadline = time.monotonic() + 60
-    while True:
-        done = subprocess.run([*net.run("head"), python, "-c", make], env=env,
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
-        if done.returncode == 0:
-            return
-        assert time.monotonic() < deadline, done.stderr
-        time.sleep(0.5)
 
 
 def _sweep(net: Hosts, *args: str) -> list[str]:
@@ -146,7 +87,7 @@ def test_an_s3_sweep_plays_on_both_hosts_and_resumes_with_the_driver_bytes(hosts
     resumed from the bucket; each trial's checkpoint there, copied down, is the bytes of a
     driver.py run of its settings on one machine."""
     net, address, env, _, alone = hosts
-    uri, out = f"s3://sweeps/toy?{SERVER}", tmp_path / "out.txt"
+    uri, out = f"s3://sweeps/toy?{S3_SERVER}", tmp_path / "out.txt"
     seeds = ["--seeds", *map(str, SEEDS)]
     proc = subprocess.Popen(
         _sweep(net, *TOY, *seeds, "--workers=1", f"--sweep-dir={uri}", f"--address={address}"),

@@ -142,6 +142,7 @@ def test_a_failed_trial_is_one_line_and_asha_stops_a_hopeless_one(tmp_path, shar
     ]
     updates = (_latest(sweep / "batch2-lr0.01-decay0.99-seed1") / "updates.csv").read_text()
     assert updates.count("\n") == 2  # the header and its first update: stopped at the rung
+    assert not [p for p in sweep.rglob("*") if p.name.endswith(".tmp")]  # no file left half-made
 
 
 def _runs() -> list[str]:
@@ -260,3 +261,35 @@ def test_a_stop_before_the_trials_start_ends_the_sweep_as_one_later(tmp_path) ->
         "Stopped with 2 of 2 trials unfinished; continue with:"
         f" {command('--resume', module='pong.sweep')} {sweep}"
     )
+
+
+def test_the_summary_counts_every_trial_marks_the_best_and_notes_bad_files(
+    tmp_path, capsys
+) -> None:
+    """Four trials of two settings: seed 1 of 1e-3 ran (its updates.csv reaches a running
+    mean above 0 at 40 games), seed 2's updates.csv is a planted link (one note, never
+    followed), 3e-4's trials never started."""
+    from pong.tools.storage import Storage
+    from pong.tools.sweep import Sweep, summarize
+    from tests.tools.test_storage import trial_checkpoint
+
+    configs = [Config(learning_rate=lr, seed=s) for lr in (1e-3, 3e-4) for s in (1, 2)]
+    settings = dict.fromkeys(PASSED) | {"scheduler": "fifo"}
+    sweep = Sweep(configs, settings, ended={trial_name(configs[0]): "done"})
+    ran = trial_checkpoint(tmp_path, trial_name(configs[0]), 0, 2)
+    header = "update,episodes,steps,seconds,steps_per_s,running_reward,reward_mean,reward_min,"
+    header += "reward_max,games_by_node\n"
+    rows = ["1,10,1000,2.5,400,-0.5,-1,-2,0,a=10\n", "2,40,2000,3.5,570,0.25,1,0,2,a=10\n"]
+    (ran / "updates.csv").write_text(header + "".join(rows))
+    linked = trial_checkpoint(tmp_path, trial_name(configs[1]), 0, 2)
+    (tmp_path / "secret").write_text(header + rows[0])
+    (linked / "updates.csv").symlink_to(tmp_path / "secret")
+    table = summarize(Storage(tmp_path), sweep)
+    [note] = capsys.readouterr().out.splitlines()
+    assert note.startswith(f"note: {trial_name(configs[1])}: ") and "symbolic link" in note
+    assert [(r["learning_rate"], r["seeds"], r["ended"], r["best"]) for r in table] == [
+        ("0.0003", "1 2", "not started not started", "-"),
+        ("0.001", "1 2", "done not started", "final"),
+    ]
+    assert table[1]["final_running_mean"] == "0.25" and table[1]["training_seconds"] == "6"
+    assert table[1]["games_to_running_mean_0"] == "40 -"
