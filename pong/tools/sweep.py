@@ -58,9 +58,9 @@ MAX_TRIALS = 1000
 MAX_DEFINITION = 4 * 2**20  # bytes of sweep.json: 1,000 trials take about 200 KB
 MAX_METRICS = 256 * 2**20  # bytes of a remote updates.csv read for the summary
 SWEPT = ("batch_size", "learning_rate", "decay_rate", "seed")  # flags that take several values
-# The driver's flags a trial takes as they are, stored in sweep.json.
-PASSED = ("iterations", "until_mean", "workers", "checkpoint_every", "checkpoint_seconds")
-PASSED += ("watch_every",)
+# The driver's flags a trial takes as they are, stored in sweep.json. (Not the checkpoint
+# flags: a trial's checkpoint is saved, and reaches the storage, after every update.)
+PASSED = ("iterations", "until_mean", "workers", "watch_every")
 RESUMABLE = ("address", "num_cpus")  # flags a resume takes: where, not what
 HELP = {  # where a sweep's meaning or default is not the driver's
     "seed": "seeds the weights, env resets and action draws (default: 1)",
@@ -68,8 +68,6 @@ HELP = {  # where a sweep's meaning or default is not the driver's
     " trials fill the cluster, at most the batch size)",
     "iterations": "updates each trial runs in all, counted from its start, also after a"
     " --resume (driver.py's --iterations counts from where it resumes; default: until Ctrl-C)",
-    "checkpoint_every": "a trial's checkpoint reaches the storage after every update;"
-    " this is how often its node's own copy is saved between them (default: 10)",
 }
 ENDED = ("done", "failed", "stopped-early")  # how a trial that will not run again ended
 
@@ -108,7 +106,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             single.add_argument("--stop-at", "--until-mean", dest="until_mean", type=action.type,
                                 metavar="R", help="also end a trial once its running mean is"
                                 " above R")  # fmt: skip
-    sweep = parser.add_argument_group("the sweep")
+    _sweep_flags(parser.add_argument_group("the sweep"))
+    args = parser.parse_args(argv)
+    chosen = [a for a in ("resume", "download") if getattr(args, a) is not None]
+    if chosen:
+        allowed = RESUMABLE if chosen[0] == "resume" else ()
+        names = (*SWEPT, "env", *PASSED, "sweep_dir", "scheduler", "download", *RESUMABLE)
+        given = [a for a in names if getattr(args, a) is not None and a not in allowed]
+        given = [a for a in given if a != chosen[0]]
+        if given:
+            parser.error(
+                f"argument --{given[0].replace('_', '-')}: not with --{chosen[0]}"
+                + (", which keeps the sweep's own settings" if chosen[0] == "resume" else "")
+            )
+    elif args.scheduler == "asha" and args.iterations is None:
+        parser.error("argument --scheduler asha: needs --iterations, the most a trial runs")
+    return args
+
+
+def _sweep_flags(sweep: argparse._ArgumentGroup) -> None:
+    """The flags of the sweep itself: where it goes, its scheduler, resuming, copying down."""
     sweep.add_argument(
         "--sweep-dir", type=where, metavar="DIR",
         help="where the sweep keeps its trials: a new directory every node sees (one machine,"
@@ -127,21 +144,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="copy each trial's run (or one trial's, SWEEP/NAME) into the new directory DEST,"
         " where driver.py --resume DEST/NAME continues it",
     )  # fmt: skip
-    args = parser.parse_args(argv)
-    chosen = [a for a in ("resume", "download") if getattr(args, a) is not None]
-    if chosen:
-        allowed = RESUMABLE if chosen[0] == "resume" else ()
-        names = (*SWEPT, "env", *PASSED, "sweep_dir", "scheduler", "download", *RESUMABLE)
-        given = [a for a in names if getattr(args, a) is not None and a not in allowed]
-        given = [a for a in given if a != chosen[0]]
-        if given:
-            parser.error(
-                f"argument --{given[0].replace('_', '-')}: not with --{chosen[0]}"
-                + (", which keeps the sweep's own settings" if chosen[0] == "resume" else "")
-            )
-    elif args.scheduler == "asha" and args.iterations is None:
-        parser.error("argument --scheduler asha: needs --iterations, the most a trial runs")
-    return args
 
 
 def where(text: str) -> str | Path:
@@ -181,6 +183,23 @@ class Sweep:
         body |= {"settings": self.settings, "ended": self.ended, "seconds": self.seconds}
         return (json.dumps(body, indent=1) + "\n").encode()
 
+    def check(self) -> None:
+        """A ``ValueError`` for what no trial could run: an env this program does not play,
+        more workers than a trial's batch has games."""
+        from pong.envs.make import check_env
+
+        for env in {c.env for c in self.configs}:
+            try:
+                check_env(env)
+            except ValueError as e:
+                raise ValueError(f"--env: {e}") from None
+        smallest = min(c.batch_size for c in self.configs)
+        if (workers := self.settings["workers"]) is not None and workers > smallest:
+            raise ValueError(
+                f"--workers {workers}: at most the smallest batch size ({smallest}), since each"
+                " worker plays one game at a time"
+            )
+
     @classmethod
     def from_json(cls, data: bytes, where: str) -> Sweep:
         """The sweep ``data`` spells, every value checked as its flag is; one-line
@@ -208,9 +227,11 @@ class Sweep:
             seconds = body["seconds"]
             if not isinstance(seconds, (int, float)) or not 0 <= seconds < math.inf:
                 raise ValueError("seconds: expected a number of at least 0")
+            sweep = cls(configs, settings, ended, float(seconds))
+            sweep.check()
         except (ValueError, RecursionError, TypeError, AttributeError) as e:
             raise UsageError(f"{where}: damaged ({first_line(e)})") from None
-        return cls(configs, settings, ended, float(seconds))
+        return sweep
 
 
 def _checked_settings(settings: Any) -> dict[str, Any]:
@@ -287,11 +308,14 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
             f" --resume {storage} to finish a sweep there"
         )
     settings = {name: getattr(args, name) for name in PASSED}
-    settings |= {"checkpoint_every": args.checkpoint_every or 10,
-                 "checkpoint_seconds": args.checkpoint_seconds or 60.0,
-                 "watch_every": 100 if args.watch_every is None else args.watch_every,
+    settings |= {"watch_every": 100 if args.watch_every is None else args.watch_every,
                  "scheduler": args.scheduler or "fifo"}  # fmt: skip
-    return Sweep(configs, settings)
+    sweep = Sweep(configs, settings)
+    try:
+        sweep.check()
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return sweep
 
 
 def _holds_files(storage: Storage) -> bool:
@@ -395,7 +419,10 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
         if todo:
             tuner = _tuner(args, storage, sweep, todo)
             stops.holding = True  # while Tune runs, a stop is counted; Interrupted ends it
-            tuner.fit()
+            try:
+                tuner.fit()
+            except (OSError, tune_error()) as e:  # the storage failed under Tune, say
+                print(f"{PROG}: error: Tune stopped: {first_line(e)}", file=sys.stderr)
         stops.ending = True  # the sweep has ended: a stop now is only counted
     except KeyboardInterrupt:  # a stop before Tune started its trials: it ends the same way
         stops.ending = True
@@ -404,6 +431,12 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
         if "ray" in sys.modules:  # a no-op when Ray never started
             sys.modules["ray"].shutdown()
     return report(storage, sweep, stops, time.monotonic() - started)
+
+
+def tune_error() -> type[Exception]:
+    from ray.tune import TuneError
+
+    return TuneError
 
 
 def check_visible(storage: Storage) -> None:
@@ -506,7 +539,6 @@ def trial(space: dict[str, Any], where: str) -> None:
     loses no finished update)."""
     from ray import tune
 
-    from pong.run.directory import Run
     from pong.run.report import reached
     from pong.run.training import train
 
@@ -515,43 +547,55 @@ def trial(space: dict[str, Any], where: str) -> None:
     local = Path(tempfile.mkdtemp(prefix="pong-trial-")) / trial_name(config)
     storage, started = Storage(where), settings["from"]
     try:
-        if started:
-            storage.copy_down(started, local)
-            run = Run.resume(local, {}, 1)
-        else:
-            run = Run.start(local, config, 1)  # every update saved: each one is reported
+        run = _trial_run(config, storage, started, local)
         run.watch_every = settings["watch_every"]
-        run.open()
         iterations, goal = settings["iterations"], settings["until_mean"]
         if (iterations is not None and run.saved_at >= iterations) or (
             run.saved and reached(run.saved.running_reward, goal)
         ):  # it ended before the sweep could write so: said again, for the sweep to see
+            run.close()
             mean = run.saved.running_reward
-            tune.report(
-                {"update": run.saved_at, "running_mean": -math.inf if mean is None else mean}
-            )
+            tune.report({"update": run.saved_at, "running_mean": _shown_mean(mean)})
             return
         remaining = None if iterations is None else iterations - run.saved_at
         options = Options(iterations=remaining, until_mean=goal, workers=settings["workers"])
-        reported = []
 
         def report(update, trainer) -> None:
-            mean = trainer.running_reward
-            checkpoint = tune.Checkpoint.from_directory(str(local))
             tune.report(
                 {"update": trainer.iteration, "episodes": trainer.episodes,
-                 "running_mean": -math.inf if mean is None else mean,
+                 "running_mean": _shown_mean(trainer.running_reward),
                  "steps_per_s": update.steps_per_second, "seconds": update.seconds},
-                checkpoint=checkpoint,
+                checkpoint=tune.Checkpoint.from_directory(str(local)),
             )  # fmt: skip
-            now = tune.get_checkpoint()  # the one just reported, in the storage
-            if started and not reported and Path(now.path).name != Path(started).name:
-                storage.remove(started)  # the checkpoint resumed from is older now
-            reported.append(trainer.iteration)
+            nonlocal started
+            if started and Path(tune.get_checkpoint().path).name != Path(started).name:
+                storage.remove(started)  # the checkpoint resumed from is an older one now
+            started = None
 
         train(run, options, Stops(), after=report)
     finally:
         shutil.rmtree(local.parent, ignore_errors=True)
+
+
+def _trial_run(config: Config, storage: Storage, started: str | None, local: Path):
+    """The trial's run in ``local``, opened: new, or the checkpoint ``started`` (a run
+    directory in the storage) copied down and resumed, once it is known to be this trial's."""
+    from pong.run.directory import Run
+
+    if not started:
+        run = Run.start(local, config, 1)  # every update saved: each one is reported
+    else:
+        storage.copy_down(started, local)
+        run = Run.resume(local, {}, 1)
+        if run.config != config:
+            raise UsageError(f"{storage.name(started)}: the checkpoint of another setting")
+    run.open()
+    return run
+
+
+def _shown_mean(mean: float | None) -> float:
+    """A running mean as Tune's schedulers take it (none yet: the lowest)."""
+    return -math.inf if mean is None else mean
 
 
 def Interrupted():  # noqa: N802 (a class, made once Tune is imported)

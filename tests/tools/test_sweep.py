@@ -36,6 +36,9 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--iterations={ITERATIONS}",
         (["--sweep-dir", "{tmp}"], "holds files already"),
         (["--sweep-dir", "{tmp}/file"], "not a directory"),
         (["--seeds"], "expected at least one argument"),
+        (["--env", "NoSuchEnv-v9"], "--env: "),
+        (["--batch-size", "2", "4", "--workers", "3"], "--workers 3: at most the smallest batch"),
+        (["--checkpoint-every", "3"], "unrecognized arguments: --checkpoint-every"),
     ],
 )
 def test_a_bad_sweep_is_one_line_before_ray_starts(argv, message, tmp_path, capsys) -> None:
@@ -200,6 +203,8 @@ OURS = {"sweep.json", "summary.csv", ".lock"}
         (None, "learning_rate: expected a positive number, got '-1'"),
         (None, "settings: scheduler"),
         (None, "ended: expected trial names"),
+        (None, "--env: "),
+        (None, "--workers 11: at most the smallest batch size (10)"),
     ],
 )
 def test_a_damaged_sweep_json_is_one_line_before_ray_starts(
@@ -212,13 +217,16 @@ def test_a_damaged_sweep_json_is_one_line_before_ray_starts(
         "ended": {},
         "seconds": 0,
     }
-    body["settings"] |= {"checkpoint_every": 10, "checkpoint_seconds": 60.0}
     if "learning_rate" in message:
         body["trials"][0]["learning_rate"] = -1
     elif "scheduler" in message:
         body["settings"]["scheduler"] = "asha"  # without iterations
     elif "ended" in message:
         body["ended"] = {"someone-else": "done"}
+    elif "env" in message:
+        body["trials"][0]["env"] = "NoSuchEnv-v9"
+    elif "workers" in message:
+        body["settings"]["workers"] = 11
     (tmp_path / "sweep.json").write_bytes(damage or json.dumps(body).encode())
     assert main(["--resume", str(tmp_path)]) == 2
     err = capsys.readouterr().err
