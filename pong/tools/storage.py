@@ -11,6 +11,7 @@ trial, ``DIR/<trial>/checkpoint_NNNNNN/``: the trial's run directory as it last 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import urllib.parse
 from pathlib import Path
@@ -22,6 +23,7 @@ from pong.run.files import NotRegularError, atomic_write, open_file
 __all__ = ["CHECKPOINT_PREFIX", "Storage", "StorageError", "is_uri"]
 
 CHECKPOINT_PREFIX = "checkpoint_"  # Tune's name for a reported checkpoint's directory
+MAX_COPY = 2**30  # bytes a trial's run copied down may hold: a Pong run has about 30 MB
 
 
 class StorageError(OSError):
@@ -111,8 +113,11 @@ class Storage:
             raise StorageError(f"could not write {self.name(rel)}: {e.strerror or why}") from None
 
     def directories(self, rel: str = "") -> list[str]:
-        """The names of the directories in ``rel`` (never a link to one), sorted."""
+        """The names of the directories in ``rel`` (never a link to one, nor anything in
+        ``rel`` if it is a link), sorted."""
         if not self.remote:
+            if os.path.islink(self._path(rel) if rel else self.root):
+                return []
             try:
                 with os.scandir(self._path(rel) if rel else self.root) as entries:
                     return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
@@ -143,31 +148,67 @@ class Storage:
             raise StorageError(f"{self.where}: {first_line(e).split(' (Request ID')[0]}") from None
 
     def remove(self, rel: str) -> None:
-        """Delete the directory ``rel`` and what it holds."""
+        """Delete ``rel``: a directory and what it holds; a link itself, never its target."""
+        path = self._path(rel)
         if self.remote:
-            self.fs.delete_dir(self._path(rel))
+            self.fs.delete_dir(path)
+        elif os.path.islink(path) or not os.path.isdir(path):
+            os.unlink(path)
         else:
-            import shutil
+            shutil.rmtree(path)
 
-            shutil.rmtree(self._path(rel))
-
-    def prune(self, trial: str, keep: str) -> None:
-        """Delete the trial's checkpoint directories but ``keep`` (``trial/checkpoint_N``)."""
-        for name in self.directories(trial):
-            if name.startswith(CHECKPOINT_PREFIX) and f"{trial}/{name}" != keep:
-                self.remove(f"{trial}/{name}")
+    def prune(self, trial: str, keep: str | None = None) -> list[str]:
+        """Delete what the trial holds under a checkpoint's name but ``keep``
+        (``trial/checkpoint_N``): older checkpoints, and links planted there (Tune would
+        write through them); nothing if the trial's directory is itself a link. The
+        names deleted."""
+        if self.remote:
+            names = self.directories(trial)
+        elif os.path.islink(self._path(trial)) or not os.path.isdir(self._path(trial)):
+            return []
+        else:
+            names = sorted(os.listdir(self._path(trial)))
+        gone = [n for n in names if n.startswith(CHECKPOINT_PREFIX) and f"{trial}/{n}" != keep]
+        for name in gone:
+            self.remove(f"{trial}/{name}")
+        return gone
 
     def copy_down(self, rel: str, local: Path) -> None:
-        """The files below ``rel`` copied into the local directory ``local`` (made here)."""
-        import pyarrow.fs
+        """The files below ``rel`` copied into the new local directory ``local``: regular
+        files and directories only, a link refused (``StorageError``), at most
+        ``MAX_COPY`` bytes in all."""
+        if self.remote:  # an object store has no links
+            import pyarrow.fs
 
-        local.mkdir(parents=True, exist_ok=True)
-        pyarrow.fs.copy_files(
-            self._path(rel),
-            str(local.absolute()),
-            source_filesystem=self.fs if self.remote else pyarrow.fs.LocalFileSystem(),
-            destination_filesystem=pyarrow.fs.LocalFileSystem(),
-        )
+            local.mkdir(parents=True, exist_ok=True)
+            pyarrow.fs.copy_files(self._path(rel), str(local.absolute()),
+                                  source_filesystem=self.fs,
+                                  destination_filesystem=pyarrow.fs.LocalFileSystem())  # fmt: skip
+            return
+        copied = 0
+        for top, dirs, files in os.walk(self._path(rel)):
+            into = local / os.path.relpath(top, self._path(rel))
+            into.mkdir(parents=True, exist_ok=True)
+            for name in [*dirs, *files]:
+                if os.path.islink(os.path.join(top, name)):
+                    raise StorageError(f"{os.path.join(top, name)}: a symbolic link; refusing to"
+                                       " follow it")  # fmt: skip
+            for name in files:
+                with open_file(os.path.join(top, name)) as f, open(into / name, "xb") as out:
+                    copied += os.fstat(f.fileno()).st_size
+                    if copied > MAX_COPY:
+                        raise StorageError(f"{self.name(rel)}: more than {MAX_COPY:,} bytes")
+                    shutil.copyfileobj(f, out)
+
+    def checkpoints(self, trial: str) -> list[tuple[int, str]]:
+        """(update, ``trial/checkpoint_N``) of the trial's checkpoints whose header is
+        readable, the latest update first."""
+        found = []
+        for name in self.directories(trial):
+            if name.startswith(CHECKPOINT_PREFIX):
+                if (update := self.saved_update(f"{trial}/{name}")) is not None:
+                    found.append((update, f"{trial}/{name}"))
+        return sorted(found, reverse=True)
 
     def saved_update(self, rel: str) -> int | None:
         """The update the checkpoint in the run directory ``rel`` holds, from its header
@@ -185,12 +226,8 @@ class Storage:
         """The run directory ``trial/checkpoint_NNNNNN`` whose checkpoint holds the latest
         update, and that update; ``None`` where the trial has none. (A resumed trial's first
         checkpoint restarts Tune's numbering, so the update decides, not the number.)"""
-        found = []
-        for name in self.directories(trial):
-            if name.startswith(CHECKPOINT_PREFIX):
-                if (update := self.saved_update(f"{trial}/{name}")) is not None:
-                    found.append((update, name))
-        return (f"{trial}/{max(found)[1]}", max(found)[0]) if found else None
+        found = self.checkpoints(trial)
+        return (found[0][1], found[0][0]) if found else None
 
 
 def plain_directory(path: Path) -> bool:

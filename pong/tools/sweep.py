@@ -43,7 +43,7 @@ from pong.run.errors import (
     shell_word,
 )
 from pong.run.metrics import UPDATES, MetricsFileError, _WholeLines, rows
-from pong.run.stops import Stops
+from pong.run.stops import STOPS, Stops
 from pong.tools.storage import Storage, StorageError, is_uri
 
 __all__ = ["main", "trial_name"]
@@ -279,6 +279,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_sweep(args, storage, sweep, stops)
     except (UsageError, StorageError) as e:
         return refuse(str(e))
+    except OSError as e:  # a file of ours the checks could not foresee (no permission, say)
+        if e.filename is None:  # the output itself: quiet_when_piped says so
+            raise
+        return refuse(f"{printable(e.filename)}: {e.strerror or e}")
     except KeyboardInterrupt:
         stop = stops.received[0] if stops.received else signal.SIGINT
         print(f"Interrupted by {stop.name}; no trial had started.", file=sys.stderr, flush=True)
@@ -304,8 +308,9 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
             )
     if _holds_files(storage):
         raise UsageError(
-            f"--sweep-dir {storage}: holds files already; choose a new directory, or"
-            f" --resume {storage} to finish a sweep there"
+            f"--sweep-dir {printable(str(storage))}: holds files already; choose a new directory,"
+            " or"
+            f" --resume {_shown(storage)} to finish a sweep there"
         )
     settings = {name: getattr(args, name) for name in PASSED}
     settings |= {"watch_every": 100 if args.watch_every is None else args.watch_every,
@@ -331,7 +336,9 @@ def read_definition(storage: Storage) -> Sweep:
     try:
         data = storage.read(DEFINITION, MAX_DEFINITION)
     except FileNotFoundError:
-        raise UsageError(f"--resume {storage}: no sweep there (no {DEFINITION})") from None
+        raise UsageError(
+            f"--resume {printable(str(storage))}: no sweep there (no {DEFINITION})"
+        ) from None
     return Sweep.from_json(data, storage.name(DEFINITION))
 
 
@@ -394,11 +401,11 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # a stop is ours (``Interrupted``)
     # Every update is a checkpoint (so a stop loses none), which Tune warns is often.
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-    started = time.monotonic()
+    started, given = time.monotonic(), args.address
     try:
         import logging
 
-        from pong.run.cluster import ClusterError, connect
+        from pong.run.cluster import ClusterError, connect, resolve_address
 
         for name in ("ray.tune.tune", "ray.tune.execution.tune_controller",
                      "ray.tune.analysis.experiment_analysis"):  # fmt: skip
@@ -406,15 +413,20 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
         try:
             # A trial's own output stays in its log file (Ray's SIGTERM to trials at shutdown
             # showed as a stray traceback when forwarded); the sweep prints what each reports.
+            args.address = resolve_address(args.address)  # RAY_ADDRESS too, as driver.py
             connect(args.address, args.num_cpus, log_to_driver=False)
         except ClusterError as e:
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            stops.install()  # Ray put its own handlers back as it gave up starting
+            raise
         check_visible(storage)
         storage.write(DEFINITION, sweep.to_json())  # from here on, it can be resumed
         todo = [c for c in sweep.configs if trial_name(c) not in sweep.ended]
         if args.resume is not None:
-            print(f"Resuming the sweep in {storage}: {len(todo)} of {len(sweep.configs)}"
+            print(f"Resuming the sweep in {printable(str(storage))}: {len(todo)} of"
+                  f" {len(sweep.configs)}"
                   " trials to finish", flush=True)  # fmt: skip
         if todo:
             tuner = _tuner(args, storage, sweep, todo)
@@ -429,8 +441,22 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
     finally:
         stops.ending = True
         if "ray" in sys.modules:  # a no-op when Ray never started
-            sys.modules["ray"].shutdown()
-    return report(storage, sweep, stops, time.monotonic() - started)
+            shut_down(stops)
+    return report(storage, sweep, stops, time.monotonic() - started, given)
+
+
+def shut_down(stops: Stops) -> None:
+    """``ray.shutdown()`` with the stop signals held back: Ray puts the default handlers
+    back as it ends (a SIGTERM then would kill the sweep before its summary). Ours are put
+    in place again, and a signal held back is then counted."""
+    import ray
+
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    try:
+        ray.shutdown()
+    finally:
+        stops.install()
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def tune_error() -> type[Exception]:
@@ -466,10 +492,26 @@ def check_visible(storage: Storage) -> None:
     blind = [n["NodeManagerAddress"] for n, ok in zip(alive, seen, strict=True) if not ok]
     if blind:
         raise UsageError(
-            f"--sweep-dir {storage}: not seen from the node{'s' * (len(blind) > 1)} at"
+            f"--sweep-dir {printable(str(storage))}: not seen from the"
+            f" node{'s' * (len(blind) > 1)} at"
             f" {', '.join(blind)} (each has its own disk); give a directory every node mounts,"
             " or storage they all reach, such as s3://bucket/prefix"
         )
+
+
+def check_trial_directory(storage: Storage, name: str) -> None:
+    """Refuse a trial's directory that is a link or a file (Tune would write through it or
+    fail on it), and remove links planted under a checkpoint's name in it."""
+    if storage.remote:
+        return
+    path = Path(storage.root, name)
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        what = "a symbolic link" if path.is_symlink() else "not a directory"
+        raise UsageError(f"{printable(path)}: {what}; refusing to write through it (move it away)")
+    for planted in [n for n in (os.listdir(path) if path.is_dir() else [])
+                    if (path / n).is_symlink() and n.startswith("checkpoint_")]:  # fmt: skip
+        (path / planted).unlink()
+        print(f"note: {printable(path / planted)} was a symbolic link; removed", flush=True)
 
 
 def _trainable(storage: Storage):
@@ -503,17 +545,12 @@ def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[
     print(
         f"Sweeping {len(todo)} trial{'s' * (len(todo) != 1)} on"
         f" {cluster_summary(args.address)}: {workers} RolloutWorker{'s' * (workers != 1)}"
-        f" each, {at_once} trial{'s' * (at_once != 1)} at once; storage {storage}",
+        f" each, {at_once} trial{'s' * (at_once != 1)} at once; storage {printable(str(storage))}",
         flush=True,
     )
-    spaces = []
+    spaces = [settings | {"config": dataclasses.asdict(c)} for c in todo]
     for config in todo:
-        latest = storage.latest(trial_name(config))
-        if latest is not None:  # an earlier launch's older checkpoints: the latest decides
-            storage.prune(trial_name(config), keep=latest[0])
-        spaces.append(
-            settings | {"config": dataclasses.asdict(config), "from": latest and latest[0]}
-        )
+        check_trial_directory(storage, trial_name(config))
     parent, name = storage.parent_and_name()
     return tune.Tuner(
         _trainable(storage),
@@ -545,9 +582,9 @@ def trial(space: dict[str, Any], where: str) -> None:
     settings = space["settings"]
     config = Config.from_dict(settings["config"])
     local = Path(tempfile.mkdtemp(prefix="pong-trial-")) / trial_name(config)
-    storage, started = Storage(where), settings["from"]
+    storage = Storage(where)
     try:
-        run = _trial_run(config, storage, started, local)
+        run = _trial_run(config, storage, local)
         run.watch_every = settings["watch_every"]
         iterations, goal = settings["iterations"], settings["until_mean"]
         if (iterations is not None and run.saved_at >= iterations) or (
@@ -559,6 +596,7 @@ def trial(space: dict[str, Any], where: str) -> None:
             return
         remaining = None if iterations is None else iterations - run.saved_at
         options = Options(iterations=remaining, until_mean=goal, workers=settings["workers"])
+        pruned = False
 
         def report(update, trainer) -> None:
             tune.report(
@@ -567,28 +605,39 @@ def trial(space: dict[str, Any], where: str) -> None:
                  "steps_per_s": update.steps_per_second, "seconds": update.seconds},
                 checkpoint=tune.Checkpoint.from_directory(str(local)),
             )  # fmt: skip
-            nonlocal started
-            if started and Path(tune.get_checkpoint().path).name != Path(started).name:
-                storage.remove(started)  # the checkpoint resumed from is an older one now
-            started = None
+            nonlocal pruned
+            if not pruned:  # the checkpoints before this launch's first are older now
+                new = f"{trial_name(config)}/{Path(tune.get_checkpoint().path).name}"
+                storage.prune(trial_name(config), keep=new)
+                pruned = True
 
         train(run, options, Stops(), after=report)
     finally:
         shutil.rmtree(local.parent, ignore_errors=True)
 
 
-def _trial_run(config: Config, storage: Storage, started: str | None, local: Path):
-    """The trial's run in ``local``, opened: new, or the checkpoint ``started`` (a run
-    directory in the storage) copied down and resumed, once it is known to be this trial's."""
+def _trial_run(config: Config, storage: Storage, local: Path):
+    """The trial's run in ``local``, opened: its latest checkpoint in the storage that can
+    be resumed (a damaged one is passed over for the one before it), copied down; a new run
+    where it has none. A ``UsageError`` naming the storage's file where none can be."""
     from pong.run.directory import Run
 
-    if not started:
-        run = Run.start(local, config, 1)  # every update saved: each one is reported
-    else:
-        storage.copy_down(started, local)
-        run = Run.resume(local, {}, 1)
-        if run.config != config:
-            raise UsageError(f"{storage.name(started)}: the checkpoint of another setting")
+    name, problem = trial_name(config), None
+    for _, rel in storage.checkpoints(name):
+        try:
+            storage.copy_down(rel, local)
+            run = Run.resume(local, {}, 1)
+            if run.config != config:
+                raise UsageError("the checkpoint of another setting")
+            run.open()
+            return run
+        except (UsageError, StorageError, OSError) as e:
+            problem = problem or f"{storage.name(rel)}: {str(e).replace(str(local), rel)}"
+            print(f"note: {problem}; trying the checkpoint before it", flush=True)  # its log
+            shutil.rmtree(local, ignore_errors=True)
+    if problem is not None:
+        raise UsageError(problem)
+    run = Run.start(local, config, 1)  # every update saved: each one is reported
     run.open()
     return run
 
@@ -686,9 +735,11 @@ def _error_of(trial) -> str:
     return raised[-1].split(": ", 1)[1] if raised else "see its log"
 
 
-def report(storage: Storage, sweep: Sweep, stops: Stops, took: float) -> int:
+def report(
+    storage: Storage, sweep: Sweep, stops: Stops, took: float, address: str | None = None
+) -> int:
     """The summary (printed and in ``summary.csv``) and the last line: done, or the command
-    that finishes the sweep; the exit code."""
+    that finishes the sweep (on the cluster at ``address``, as given); the exit code."""
     sweep.seconds += took
     storage.write(DEFINITION, sweep.to_json())
     table = summarize(storage, sweep)
@@ -700,12 +751,14 @@ def report(storage: Storage, sweep: Sweep, stops: Stops, took: float) -> int:
     said = ", ".join(f"{n} {how}" for how, n in tally.items() if n)
     if unfinished:
         again = command("--resume", module="pong.sweep") + f" {_shown(storage)}"
+        if address:  # the same cluster again
+            again += f" --address={shell_word(address)}"
         stop = stops.received[0] if stops.received else None
         print(f"Stopped with {unfinished} of {len(names)} trials unfinished"
               f"{f' ({said})' if said else ''}; continue with: {again}", flush=True)  # fmt: skip
         return 128 + stop.value if stop else 1
-    print(f"Done: {len(names)} trials in {took:.0f} s{f' ({said})' if said else ''};"
-          f" {storage.name(SUMMARY)}")  # fmt: skip
+    print(f"Done: {len(names)} trial{'s' * (len(names) != 1)} in {took:.0f} s"
+          f"{f' ({said})' if said else ''}; {printable(storage.name(SUMMARY))}")  # fmt: skip
     return 1 if tally["failed"] else 0
 
 
@@ -804,6 +857,10 @@ def download(source: str | Path, dest: Path) -> int:
     if os.path.lexists(dest) and (dest.is_symlink() or not dest.is_dir() or any(dest.iterdir())):
         return refuse(f"--download: {printable(dest)}: must be a new or empty directory")
     storage = Storage(source)
+    if not storage.remote and dest.absolute().resolve().is_relative_to(
+        Path(storage.root).resolve()
+    ):
+        return refuse(f"--download: {printable(dest)}: inside the sweep it copies")
     try:
         try:
             sweep = read_definition(storage)
@@ -811,10 +868,14 @@ def download(source: str | Path, dest: Path) -> int:
         except UsageError:  # SWEEP/NAME: one trial of a sweep
             parent, name = storage.parent_and_name()
             storage = Storage(parent)
-            sweep = read_definition(storage)
+            try:
+                sweep = read_definition(storage)
+            except UsageError:
+                return refuse(f"--download: {printable(str(source))}: not a sweep (no"
+                              f" {DEFINITION}), nor a trial of one")  # fmt: skip
             names = [trial_name(c) for c in sweep.configs if trial_name(c) == name]
             if not names:
-                return refuse(f"--download: {source}: no such sweep, or trial of one")
+                return refuse(f"--download: {printable(str(source))}: no trial of that name")
         copied = 0
         for name in names:
             latest = storage.latest(name)
@@ -824,5 +885,5 @@ def download(source: str | Path, dest: Path) -> int:
     except (UsageError, StorageError) as e:
         return refuse(f"--download: {e}")
     print(f"Copied {copied} of {len(names)} trial runs into {printable(dest)};"
-          f" continue one with: {command('driver.py', '--resume', dest / '<NAME>')}")  # fmt: skip
+          f" continue one with: {command('--resume', dest)}/NAME")  # fmt: skip
     return 0

@@ -102,7 +102,8 @@ def test_an_s3_sweep_plays_on_both_hosts_and_resumes_with_the_driver_bytes(hosts
     text = out.read_text()
     assert proc.returncode == 130, text + err
     assert f": 1 RolloutWorker each, 2 trials at once; storage {uri}" in text
-    assert text.splitlines()[-1].endswith(f"--resume '{uri}'"), text  # quoted: it has a &
+    last = text.splitlines()[-1]  # the URI quoted (it has a &), the same cluster again
+    assert last.endswith(f"--resume '{uri}' --address={address}"), text
     again = subprocess.run(
         _sweep(net, "--resume", uri, f"--address={address}"),
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,

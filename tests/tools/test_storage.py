@@ -66,3 +66,31 @@ def test_a_write_replaces_a_planted_link_and_never_writes_through_it(tmp_path) -
 def test_a_uri_pyarrow_cannot_open_is_one_line() -> None:
     with pytest.raises(StorageError, match="not a storage URI"):
         Storage("nosuchscheme://bucket/x")
+
+
+def test_copying_down_refuses_a_link_and_copies_plain_files(tmp_path) -> None:
+    run = trial_checkpoint(tmp_path / "sweep", "t", 0, 3)
+    (run / "updates.csv").write_text("update\n")
+    (run / "watch").mkdir()
+    (run / "watch" / "a.png").write_bytes(b"png")
+    storage = Storage(tmp_path / "sweep")
+    storage.copy_down("t/checkpoint_000000", tmp_path / "down")
+    assert sorted(
+        str(p.relative_to(tmp_path / "down")) for p in (tmp_path / "down").rglob("*")
+    ) == [FILENAME, "updates.csv", "watch", "watch/a.png"]
+    (tmp_path / "secret").write_text("mine")
+    os.symlink(tmp_path / "secret", run / "evil.txt")
+    with pytest.raises(StorageError, match="evil.txt: a symbolic link; refusing to follow it"):
+        storage.copy_down("t/checkpoint_000000", tmp_path / "again")
+
+
+def test_pruning_removes_planted_links_and_never_follows_a_linked_trial(tmp_path) -> None:
+    victim = tmp_path / "victim"
+    (victim / "checkpoint_precious").mkdir(parents=True)
+    keep = trial_checkpoint(tmp_path / "sweep", "t", 0, 3)
+    os.symlink(victim, tmp_path / "sweep" / "t" / "checkpoint_000007")
+    os.symlink(victim, tmp_path / "sweep" / "linked")
+    storage = Storage(tmp_path / "sweep")
+    assert storage.prune("linked") == [] and storage.checkpoints("linked") == []
+    assert storage.prune("t", keep=f"t/{keep.name}") == ["checkpoint_000007"]
+    assert (victim / "checkpoint_precious").is_dir() and keep.is_dir()

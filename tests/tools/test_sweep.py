@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import os
 import pickle
 import signal
 import subprocess
@@ -127,11 +128,13 @@ def test_a_failed_trial_is_one_line_and_asha_stops_a_hopeless_one(tmp_path, shar
     grid = ["--seeds", "3", "1", "--learning-rate", "1e-2", "1e300", "--scheduler", "asha"]
     done = subprocess.run(
         [sys.executable, "-m", "pong.sweep", *TOY[:2], "--iterations=6", "--watch-every=0",
-         *grid, f"--sweep-dir={sweep}", f"--address={shared_ray[0]}", "--workers=2"],
-        cwd=ROOT, env=shared_ray[1], capture_output=True, text=True, timeout=300,
+         *grid, f"--sweep-dir={sweep}", "--workers=2"],
+        cwd=ROOT, env={**shared_ray[1], "RAY_ADDRESS": shared_ray[0]},  # as driver.py, Ray's own
+        capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     out = done.stdout.splitlines()
     assert done.returncode == 1, done.stdout + done.stderr
+    assert f"on the Ray cluster at {shared_ray[0]} (" in out[0], out[0]
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
     [failed] = [line for line in out if line.startswith("note: trial ")]
     assert failed.startswith("note: trial batch2-lr1e+300-decay0.99-seed3 failed: update ")
@@ -301,3 +304,66 @@ def test_the_summary_counts_every_trial_marks_the_best_and_notes_bad_files(
     ]
     assert table[1]["final_running_mean"] == "0.25" and table[1]["training_seconds"] == "6"
     assert table[1]["games_to_running_mean_0"] == "40 -"
+
+
+def test_a_trial_resumes_from_the_latest_checkpoint_that_can_be_resumed(tmp_path, capsys) -> None:
+    """Its latest checkpoint's tensors are damaged (its header is whole): the trial goes on
+    from the one before, and says why; with none left that can, one line names the file."""
+    from pong.run.checkpoint import FILENAME, save
+    from pong.tools.storage import Storage
+    from pong.tools.sweep import _trial_run
+    from tests.run.test_checkpoint import make_checkpoint
+
+    config = Config(seed=0)
+    name = trial_name(config)
+    for number, update in ((0, 3), (1, 4)):
+        (tmp_path / name / f"checkpoint_{number:06d}").mkdir(parents=True)
+        path = tmp_path / name / f"checkpoint_{number:06d}" / FILENAME
+        save(path, dataclasses.replace(make_checkpoint(), iteration=update, config=config))
+    newest = tmp_path / name / "checkpoint_000001" / FILENAME
+    newest.write_bytes(newest.read_bytes()[:-8] + b"\xff" * 8)  # NaN in cache_W2
+    run = _trial_run(config, Storage(tmp_path), tmp_path / "local")
+    run.close()
+    assert run.saved_at == 3
+    [note] = capsys.readouterr().out.splitlines()
+    assert note.startswith(f"note: {tmp_path / name / 'checkpoint_000001'}: ") and "NaN" in note
+    (tmp_path / name / "checkpoint_000000" / FILENAME).write_bytes(newest.read_bytes())
+    with pytest.raises(UsageError, match=r"checkpoint_000001: .*NaN or infinite"):
+        _trial_run(config, Storage(tmp_path), tmp_path / "again")
+
+
+def test_a_trial_directory_that_is_a_link_is_refused_and_planted_links_are_removed(
+    tmp_path, capsys
+) -> None:
+    from pong.tools.storage import Storage
+    from pong.tools.sweep import check_trial_directory
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / "sweep" / "a").mkdir(parents=True)
+    os.symlink(victim, tmp_path / "sweep" / "a" / "checkpoint_000003")
+    os.symlink(victim, tmp_path / "sweep" / "b")
+    storage = Storage(tmp_path / "sweep")
+    check_trial_directory(storage, "a")
+    assert not os.path.lexists(tmp_path / "sweep" / "a" / "checkpoint_000003") and victim.is_dir()
+    assert "checkpoint_000003 was a symbolic link; removed" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="b: a symbolic link; refusing to write through it"):
+        check_trial_directory(storage, "b")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        ("plain", "not a sweep (no sweep.json), nor a trial of one"),
+        ("inside", "inside the sweep it copies"),
+    ],
+)
+def test_download_refuses_what_it_cannot_copy_in_one_line(make, message, tmp_path, capsys):
+    source = tmp_path / "src"
+    source.mkdir()
+    if make == "inside":
+        (source / "sweep.json").write_text("{}")
+    dest = source / "copy" if make == "inside" else tmp_path / "copy"
+    assert main(["--download", str(source), str(dest)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
