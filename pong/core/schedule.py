@@ -200,7 +200,9 @@ class Dealer:
         """
         while self.todo and self.free:
             self._play(min(self.free), self.todo.popleft())
-        for (_, game), i in zip(self._backups(self._backup_after()), sorted(self.free)):
+        for (_, game), i in zip(
+            self._backups(self._backup_after()), sorted(self.free), strict=False
+        ):
             self._play(i, game)
         if self.playing() and len(self.gone) == len(self.actors):
             raise WorkerError(

@@ -57,15 +57,7 @@ def hosts(tmp_path_factory, shared_ray):
 
     def start(name: str, host: int, *flags: str) -> Path:
         """``ray start`` on a new host ``name`` at ``SUBNET.host``; its own temp dir."""
-        if name not in temp_dirs:
-            temp_dirs[name] = Path(tempfile.mkdtemp(prefix="h", dir=SHM))
-        node = subprocess.run(
-            [*net.add(name, host), python, RAY, "start", "--num-cpus=1", "--disable-usage-stats",
-             f"--node-ip-address={SUBNET}.{host}", f"--temp-dir={temp_dirs[name]}", *flags],
-            env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert node.returncode == 0, node.stdout + node.stderr
-        return temp_dirs[name]
+        return _start(net, python, env, temp_dirs, name, host, *flags)
 
     (address, one), run = shared_ray, tmp / "alone"  # on one machine, while the cluster starts
     proc = start_driver([*TOY, f"--address={address}", f"--run-dir={run}"], tmp / "out.txt", one)
@@ -82,6 +74,20 @@ def hosts(tmp_path_factory, shared_ray):
         net.remove()
         for temp_dir in temp_dirs.values():
             shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _start(net: Hosts, python: str, env, temp_dirs: dict, name: str, host: int, *flags: str):
+    """``ray start`` (1 CPU unless ``flags`` say) on a new host ``name`` of ``net`` at
+    ``SUBNET.host``, with a temp dir of its own (kept in ``temp_dirs``), which it returns."""
+    temp_dirs.setdefault(name, Path(tempfile.mkdtemp(prefix="h", dir=SHM)))
+    cpus = [] if any(f.startswith("--num-cpus") for f in flags) else ["--num-cpus=1"]
+    node = subprocess.run(
+        [*net.add(name, host), python, RAY, "start", *cpus, "--disable-usage-stats",
+         f"--node-ip-address={SUBNET}.{host}", f"--temp-dir={temp_dirs[name]}", *flags],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert node.returncode == 0, node.stdout + node.stderr
+    return temp_dirs[name]
 
 
 def _batches(text: str) -> list[tuple[str, str]]:
@@ -171,3 +177,42 @@ def _runs_a_worker(temp_dir: Path) -> bool:
     return bool(
         rollout_workers({p for p, cmdline in processes() if str(temp_dir).encode() in cmdline})
     )
+
+
+def test_a_0_cpu_head_whose_only_worker_host_is_cut_waits_for_a_new_host(hosts, tmp_path) -> None:
+    """The usual production layout, a head that plays nothing, on hosts of its own. Its only
+    worker host is cut off: the run says it waits, and says so again a minute later (past
+    the 45-70 s after which a count of retries used to give the worker up); then a new host
+    joins, Ray restarts the lost worker there, and the run ends with the bytes of one
+    machine."""
+    _, _, env, alone, _ = hosts
+    net, temp_dirs = Hosts(prefix="pongz"), {}
+    python = empty_venv(tmp_path / "venv")
+    address = f"{SUBNET}.1:{PORT}"
+    run, out = tmp_path / "run", tmp_path / "out.txt"
+    try:
+        _start(net, python, env, temp_dirs, "head", 1, "--head", f"--port={PORT}",
+               "--num-cpus=0", "--include-dashboard=false")  # fmt: skip
+        _start(net, python, env, temp_dirs, "worker", 2, f"--address={address}")
+        args = [*TOY, "--workers=1", f"--address={address}", f"--run-dir={run}"]
+        proc = start_driver(args, out, env, net.run("head"))
+        try:
+            wait_for(lambda: "Batch 3 " in out.read_text(), proc)
+            net.cut("worker")
+            wait_for(lambda: "note: still no RolloutWorker up after " in out.read_text(), proc)
+            _start(net, python, env, temp_dirs, "joiner", 3, f"--address={address}")
+            _, err = proc.communicate(timeout=150)
+        finally:
+            proc.kill()
+    finally:
+        stop_processes(net.processes())
+        net.remove()
+        for temp_dir in temp_dirs.values():
+            shutil.rmtree(temp_dir, ignore_errors=True)
+    text = out.read_text()
+    assert proc.returncode == 0, text + err
+    assert "Traceback" not in text + err and "gone for good" not in text, text
+    assert "note: no RolloutWorker is up (0 of 1 placed; " in text, text
+    assert re.search(rf"RolloutWorker 0 is up again \(Ray restarted it\) on node {SUBNET}\.3", text)
+    assert _batches(text) == [(str(n), "2") for n in range(1, 61)]
+    assert (run / "checkpoint.safetensors").read_bytes() == alone
