@@ -156,7 +156,9 @@ class Dealer:
             due.append(backups[0][0] + self._backup_after())
         pause = min(due) - now
         if self.calls:
-            ready, _ = ray.wait(list(self.calls), num_returns=1, timeout=max(0.0, pause))
+            ready, _ = ray.wait(  # an answer is fetched only once it is known to count
+                list(self.calls), num_returns=1, timeout=max(0.0, pause), fetch_local=False
+            )
         else:
             time.sleep(max(0.0, pause))
             ready = []
@@ -166,28 +168,40 @@ class Dealer:
     def take(self, ref: ray.ObjectRef) -> tuple[int | None, Result | None]:
         """The answer of the call ``ref``: (its game, its result) for a game of this update
         answered first; (None, None) for anything else (a worker up, a game lost and dealt
-        again, a copy of a game answered already, a game of an earlier update)."""
+        again, a copy of a game answered already, a game of an earlier update).
+
+        An answer not counted is never fetched (its worker is free again; if it was lost
+        meanwhile, its next game says so), and a counted one only once the workers free
+        are dealt their next games: a gradient crossing a slow link holds no one up."""
         call = self.calls.pop(ref)
         i, game = call.worker, call.game
+        if game is not None and not self._current(call):  # stale, or a second copy
+            if i in self.up:
+                self.free.add(i)
+            return None, None
+        if game is not None:  # counted as answered while it travels here
+            self.done.add(game)
+            for other, copy in list(self.calls.items()):  # the other copy of this game
+                if copy.game == game and copy.iteration == call.iteration:
+                    self._abandon(other, copy)
+            self.deal()  # the other workers free play on meanwhile
         try:
             answer = ray.get(ref)
         except ray.exceptions.RayActorError as e:  # its process or node was lost
+            self.done.discard(game)
             self._lost(call, e)
             return None, None
         if game is None:
             self._came_up(i, answer)
             return None, None
         self.free.add(i)
-        if answer is not None:  # a worker Ray restarted while idle may have moved
-            self.up[i] = answer.node or self.up[i]
-        if answer is None or not self._current(call):  # stopped, stale, or a second copy
+        if answer is None:  # it gave the game up (a copy abandoned, then needed after all)
+            self.done.discard(game)
+            self.todo.appendleft(game)
             return None, None
-        self.done.add(game)
+        self.up[i] = answer.node or self.up[i]  # a worker Ray restarted while idle may move
         self.took.append(time.monotonic() - call.since)
         self.nodes[self.name(self.up[i])] += 1
-        for other, copy in list(self.calls.items()):  # the backup of this game, or the original
-            if copy.game == game and copy.iteration == call.iteration:
-                self._abandon(other, copy)
         return game, answer
 
     def deal(self) -> None:

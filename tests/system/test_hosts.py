@@ -23,6 +23,7 @@ from tests.helpers import (
     processes,
     ray_status_until,
     rollout_workers,
+    run_driver,
     start_driver,
     stop_processes,
     token_env,
@@ -118,6 +119,26 @@ def test_the_documented_job_places_one_worker_per_host_with_the_bytes_of_one_mac
     assert (run / "checkpoint.safetensors").read_bytes() == alone
     last = (run / "updates.csv").read_text().splitlines()[-1]
     assert last.endswith(f"{SUBNET}.1=1 {SUBNET}.2=1"), last  # each host played a game
+
+
+def test_a_slow_host_never_holds_the_update_back(hosts, tmp_path) -> None:
+    """The worker host's link limited to 10 Mbit/s: the 10.2 MB model takes it about 8 s.
+    The head's worker plays a backup of each game the slow host holds, and the run has the
+    bytes of one machine."""
+    net, address, env, alone, _ = hosts
+    run = tmp_path / "run"
+    net.shape("worker", 2, rate_mbit=10)
+    try:
+        done = run_driver([*TOY, "--workers=2", f"--address={address}", f"--run-dir={run}"],
+                          env, prefix=net.run("head"))  # fmt: skip
+    finally:
+        net.shape("worker", 2)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert _batches(done.stdout) == [(str(n), "2") for n in range(1, 61)]
+    rows = (run / "updates.csv").read_text().splitlines()[1:]
+    assert any(row.endswith(f",{SUBNET}.1=2") for row in rows)  # both games on the head
+    assert (run / "checkpoint.safetensors").read_bytes() == alone
 
 
 def test_a_host_cut_off_mid_run_leaves_every_update_full(hosts, tmp_path) -> None:
