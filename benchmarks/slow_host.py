@@ -44,8 +44,9 @@ def run(prefix: list[str], args: argparse.Namespace, run_dir: Path, env, *more: 
     if done.returncode != 0:
         sys.exit(f"slow_host.py: driver.py failed:\n{done.stdout}\n{done.stderr}")
     with open(run_dir / "updates.csv", newline="") as f:
-        rows = list(csv.DictReader(f))[1:]
-    speed = sum(int(r["steps"]) for r in rows) / sum(float(r["seconds"]) for r in rows)
+        rows = list(csv.DictReader(f))
+    steps = int(rows[-1]["steps"]) - int(rows[0]["steps"])  # the run's counts, summed so far
+    speed = steps / sum(float(r["seconds"]) for r in rows[1:])
     nodes = " ".join(r["games_by_node"] for r in rows)
     return speed, (run_dir / "checkpoint.safetensors").read_bytes(), nodes
 
