@@ -47,7 +47,7 @@ __all__ = ["Dealer", "WorkerError"]
 
 START_WAIT_S = 30.0  # at most, for the workers the cluster's CPUs can hold to start
 RETRY_S = (0.5, 1.0, 2.0, 5.0, 10.0)  # pauses before asking a restarting worker again
-BACKUP_AFTER = 2.0  # a game in flight this many times the median game's time gets a backup
+BACKUP_AFTER = 2.0  # a game in flight this many times the update's median game gets a backup
 SAY_EVERY_S = 60.0  # while no worker is up, a line this often
 
 
@@ -99,7 +99,7 @@ class Dealer:
         self.todo: deque[int] = deque()  # the update's games not dealt yet, lost ones first
         self.done: set[int] = set()  # the update's games answered
         self.nodes: Counter[str] = Counter()  # node name -> games of this update taken
-        self.took: deque[float] = deque(maxlen=100)  # seconds of the last games answered
+        self.took: list[float] = []  # seconds of this update's games answered first
         self.notes: list[str] = []  # what happened to the workers, one line each
         self.idle_since: float | None = None  # since when no worker is up, while games wait
         self.said_at = 0.0  # when that wait was last said
@@ -125,12 +125,8 @@ class Dealer:
             if call.game is not None and call.iteration != iteration:
                 self._abandon(ref, call)
         self.iteration, self.model_ref = iteration, model_ref
-        self.todo, self.done, self.nodes, self.notes = (
-            deque(range(batch_size)),
-            set(),
-            Counter(),
-            [],
-        )
+        self.todo, self.done, self.took = deque(range(batch_size)), set(), []
+        self.nodes, self.notes = Counter(), []
         self.deal()
 
     def playing(self) -> bool:
@@ -149,10 +145,11 @@ class Dealer:
         for i, (when, _) in list(self.retry.items()):
             if when <= now:
                 self._describe(i)
+        self.deal()  # the backups due by now
         due = [w for w, _ in self.retry.values()] + [now + SAY_EVERY_S]
         if self.idle_since is not None:  # the next line, or the end of the wait allowed
             due += [self.said_at + SAY_EVERY_S, self.idle_since + (self.limit or math.inf)]
-        if self.free and (backups := self._backups(math.inf)):  # one is due for a backup then
+        if self.free and (backups := self._backups(0.0)):  # the oldest is due for a backup then
             due.append(backups[0][0] + self._backup_after())
         pause = min(due) - now
         if self.calls:
@@ -248,7 +245,9 @@ class Dealer:
         )
 
     def _backup_after(self) -> float:
-        """Seconds in flight after which a game gets a backup (none before a game is timed)."""
+        """Seconds in flight after which a game gets a backup: ``BACKUP_AFTER`` times the
+        median of this update's games answered (a slow host's, given up, never count); none
+        before one is."""
         return BACKUP_AFTER * statistics.median(self.took) if self.took else math.inf
 
     def _current(self, call: Call) -> bool:
