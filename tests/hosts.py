@@ -37,8 +37,8 @@ def cannot_make_namespaces() -> str | None:
 class Hosts:
     """Network namespaces of this process: ``head`` holds the bridge, others plug into it."""
 
-    def __init__(self) -> None:
-        self.prefix = f"pong{os.getpid()}"
+    def __init__(self, prefix: str = "pong") -> None:
+        self.prefix = f"{prefix}{os.getpid()}"
         self.made: list[str] = []
         self.cut_off: set[str] = set()  # the hosts whose link ``cut`` took down
 

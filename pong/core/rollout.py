@@ -8,6 +8,7 @@ the same game from the same weights, env seed and random draws).
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from typing import NamedTuple
 
 import gymnasium as gym
@@ -21,6 +22,7 @@ __all__ = ["DOWN", "UP", "SparseEpisode", "episode_gradient", "rollout"]
 
 
 ACTIVE_BYTES = (H + 7) // 8  # one step's ReLU pattern: H bits
+STOP_EVERY = 256  # steps between asking whether a game is still wanted (a few ms of play)
 UP, DOWN = 2, 3  # ALE's "RIGHT" and "LEFT": the paddle moves up and down
 
 
@@ -51,12 +53,18 @@ class SparseEpisode(NamedTuple):
 
 
 def rollout(
-    model: Model, env: gym.Env, rng: np.random.Generator, seed: int | None = None
-) -> SparseEpisode:
+    model: Model,
+    env: gym.Env,
+    rng: np.random.Generator,
+    seed: int | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> SparseEpisode | None:
     """Play one game with ``model`` (until terminated or truncated); store it sparsely.
 
     ``rng`` draws one ``rng.random()`` per step for the action; ``seed`` goes
-    to ``env.reset`` (``None`` continues the env's own stream).
+    to ``env.reset`` (``None`` continues the env's own stream). ``stop`` is asked every
+    ``STOP_EVERY`` steps whether to give the game up (``None`` returned): another worker
+    answered it first.
     """
     frames = frames_of(env)  # from make_env's Atari: read straight from the emulator
     frames.reset(seed=seed)
@@ -81,6 +89,8 @@ def rollout(
 
         idx, arrived, reward, done = frames.step(action)
         drs.append(reward)
+        if stop is not None and len(drs) % STOP_EVERY == 0 and stop():
+            return None
     return SparseEpisode(
         np.frombuffer(offsets, dtype=np.int64),
         np.frombuffer(indices, dtype=np.uint16),

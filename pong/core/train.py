@@ -118,6 +118,9 @@ class Trainer:
         workers: how many ``RolloutWorker`` actors to ask Ray for; by default as
             many as can play at once (``worker_count``). Those Ray cannot place yet
             wait for a CPU and join when one is free (a node joins the cluster).
+        say: where the lines of a wait for a worker go, as they happen.
+        wait_for_workers: seconds with no worker up before a ``WorkerError`` (``None``:
+            as long as it takes).
     """
 
     def __init__(
@@ -130,6 +133,8 @@ class Trainer:
         decay_rate: float,
         state: State | None = None,
         workers: int | None = None,
+        say: Callable[[str], None] = print,
+        wait_for_workers: float | None = None,
     ) -> None:
         self.batch_size, self.seed = batch_size, seed
         self.learning_rate, self.decay_rate = learning_rate, decay_rate
@@ -149,7 +154,9 @@ class Trainer:
         grouped = ray.util.get_current_placement_group() is not None
         worker = RolloutWorker if grouped else RolloutWorker.options(scheduling_strategy="SPREAD")
         actors = [worker.remote(make_env) for _ in range(workers)]
-        self.dealer = Dealer(actors, seed, expect=min(workers, cpus))  # waits for those
+        self.dealer = Dealer(  # waits for those that can start at once
+            actors, seed, expect=min(workers, cpus), say=say, wait_for_workers=wait_for_workers
+        )
 
     def step(self) -> Update:
         """One update: play the batch's games (``play``), then RMSProp (``apply``)."""
@@ -165,8 +172,10 @@ class Trainer:
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
         self.dealer.start(update.iteration, self.batch_size, model_ref)  # a game to each worker
         while self.dealer.playing():
-            [ready], _ = ray.wait(list(self.dealer.calls))  # a game is done, or a worker is up
-            game, result = self.dealer.take(ready)  # None: a worker came up, or a game was lost
+            ready = self.dealer.next_answer()  # a game is done, or a worker is up (or None)
+            if ready is None:
+                continue
+            game, result = self.dealer.take(ready)  # None: a worker up, a game lost or a copy
             if result is not None:
                 update.add(game, result, self.grad_buffer)
             self.dealer.deal()  # the next games to the workers free now, while any are left

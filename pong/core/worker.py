@@ -55,11 +55,13 @@ class Result(NamedTuple):
 # that finds no free CPU waits for one rather than crowding a busy node. Ray also sets
 # OMP_NUM_THREADS to it before this module (and NumPy's BLAS) loads in the worker, so the
 # small matrix products run single-threaded, not one thread per core in every worker.
+# ``abandon`` runs in a thread of its own ("control"), beside the game being played.
 @ray.remote(
     num_cpus=1,
     memory=WORKER_MEMORY,
     max_restarts=MAX_RESTARTS,
     max_task_retries=0,
+    concurrency_groups={"control": 1},
 )
 class RolloutWorker:
     """Owns one env, created once; plays one episode per ``compute_gradient`` call.
@@ -72,17 +74,32 @@ class RolloutWorker:
     def __init__(self, make_env: Callable[[], gym.Env]) -> None:
         self.env = make_env()
         self.node = ray.get_runtime_context().get_node_id()
+        self.abandoned: frozenset[tuple[int, ...]] = frozenset()  # games to stop: their keys
 
-    def compute_gradient(self, model: Model, seed: np.random.SeedSequence | int | None) -> Result:
-        """Play the game of ``seed`` with ``model``; its gradient and reward.
+    def compute_gradient(
+        self, model: Model, seed: np.random.SeedSequence | int | None
+    ) -> Result | None:
+        """Play the game of ``seed`` with ``model``; its gradient and reward (``None``: the
+        game was abandoned, its answer come from another worker first).
 
         ``seed`` (see ``game_seed``) seeds the env's reset and the action draws,
         so a game is the same whichever worker plays it (``None``: fresh entropy).
         """
+        key = seed.spawn_key if isinstance(seed, np.random.SeedSequence) else None
         rng, reset_seed = game_randomness(seed)
-        episode = rollout(model, self.env, rng, seed=reset_seed)
+        episode = rollout(model, self.env, rng, seed=reset_seed, stop=lambda: key in self.abandoned)
+        if episode is None:
+            return None
         grad, note = episode_gradient(model, episode)
         return Result(grad, float(episode.epr.sum()), len(episode.epr), note, self.node)
+
+    @ray.method(concurrency_group="control")
+    def abandon(self, iteration: int, game: int) -> None:
+        """Stop game ``game`` of update ``iteration`` if it is being played (or once it
+        starts): another worker answered it first. Keys of updates before the last are
+        dropped, so the set stays small."""
+        kept = {k for k in self.abandoned if k[0] >= iteration - 1}
+        self.abandoned = frozenset(kept | {(iteration, game)})  # one assignment: thread-safe
 
     def describe(self) -> dict[str, object]:
         """Where this worker runs (node id, pid), and whether Ray restarted it."""

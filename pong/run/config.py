@@ -165,6 +165,12 @@ class Options:
         "RolloutWorker actors to ask Ray for, one CPU each; those it cannot place yet wait"
         " and join when a CPU is free (default: the cluster's CPUs, at most the batch size)",
     )
+    wait_for_workers: float | None = setting(
+        positive_float,
+        "stop if no RolloutWorker is up for S seconds (default: wait as long as it takes, as"
+        " for an autoscaling cluster's new node)",
+        metavar="S",
+    )
     num_cpus: int | None = setting(
         local_cpus, f"CPUs of a local Ray (default: all; at most {CPU_FACTOR} times this machine's)"
     )

@@ -64,10 +64,12 @@ def started(trainer: Trainer) -> str:
         else f"Started 0 of {asked} RolloutWorker actors"
     )
     if waiting:
-        line += (
-            f"; {waiting} wait{'s' * (waiting == 1)} for a free CPU and will play once Ray"
-            f" places {'it' if waiting == 1 else 'them'} (on a node that joins, say)"
-        )
+        them = "it" if waiting == 1 else "them"
+        if ray.available_resources().get("CPU", 0) >= 1:  # placed, and still starting
+            why = f"{'is' if waiting == 1 else 'are'} still starting (a runtime_env, say)"
+        else:
+            why = f"wait{'s' * (waiting == 1)} for a free CPU (on a node that joins, say)"
+        line += f"; {waiting} {why} and will play once Ray has {them} up"
     return f"{line}; each plays the update's next game as it finishes one"
 
 
@@ -105,7 +107,9 @@ def farewell(
     if in_ray_job():  # submitted as a job: continue it as one, with the same packages
         job = json.loads(os.environ[JOB_CONFIG]).get("runtime_env") or {}
         pip = " --runtime-env runtime_env.yaml" if "pip" in job else ""
-        again = f"ray job submit --address {cluster} --working-dir .{pip} -- python driver.py"
+        again = (  # pasted where the job was submitted from: the README's venv has ray
+            f".venv/bin/ray job submit --address {cluster} --working-dir .{pip} -- python driver.py"
+        )
         directory = shell_word(str(run.directory))  # absolute: no leading -
     else:
         where = f" --address={shell_word(cluster)}" if cluster else ""

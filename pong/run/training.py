@@ -32,7 +32,10 @@ def train(
     trainer, first, iterations = None, run.saved_at, options.iterations
     run.training = True  # an error from here on says what the run kept
     try:
-        trainer = Trainer(**hyperparameters(run.config), state=run.initial, workers=options.workers)
+        trainer = Trainer(
+            **hyperparameters(run.config), state=run.initial, workers=options.workers,
+            say=lambda line: print(line, flush=True), wait_for_workers=options.wait_for_workers,
+        )  # fmt: skip
         print(started(trainer), flush=True)
         while (iterations is None or trainer.iteration - first < iterations) and not reached(
             trainer.running_reward, options.until_mean

@@ -113,3 +113,22 @@ def test_fast_path_plays_the_same_game_and_gives_the_dense_gradient(env_id, seed
         assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max(), k
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
     assert sum(a.nbytes for a in fast) / len(fast.epr) <= 1024  # the 2016 storage: ~53 KB a step
+
+
+def test_a_game_is_given_up_when_stop_says_so_and_played_whole_otherwise() -> None:
+    """``stop`` is asked every ``STOP_EVERY`` steps: a game it stops returns None at the first
+    ask, and one it never stops is the game played without it."""
+    from pong.core.rollout import STOP_EVERY
+
+    env, model, asked = make_env("ALE/Pong-v5"), Model(seed=0), []
+    assert rollout(model, env, np.random.default_rng(1), seed=1, stop=lambda: True) is None
+
+    def never() -> bool:
+        asked.append(1)
+        return False
+
+    whole = rollout(model, env, np.random.default_rng(1), seed=1, stop=never)
+    alone = rollout(model, env, np.random.default_rng(1), seed=1)
+    assert len(asked) == len(whole.epr) // STOP_EVERY > 0
+    assert whole.epr.tobytes() == alone.epr.tobytes()
+    assert whole.epdlogp.tobytes() == alone.epdlogp.tobytes()

@@ -12,9 +12,9 @@ import pytest
 import ray
 
 from pong.core.model import H, Model, SparseGrad
-from pong.core.schedule import WorkerError
+from pong.core.schedule import Dealer, WorkerError
 from pong.core.train import Trainer
-from pong.core.worker import Result
+from pong.core.worker import Result, RolloutWorker
 from pong.run.checkpoint import Checkpoint
 from pong.run.config import Config, hyperparameters
 from tests.helpers import TOY, release, with_workers
@@ -46,6 +46,9 @@ class Sleeper:
 
     def describe(self) -> dict[str, object]:
         return {"node_id": ray.get_runtime_context().get_node_id(), "restarted": False}
+
+    def abandon(self, iteration: int, game: int) -> None:
+        """A stand-in plays its game to the end (RolloutWorker stops it)."""
 
 
 SleepingWorker = ray.remote(num_cpus=1)(Sleeper)  # one CPU each, as RolloutWorker
@@ -141,7 +144,7 @@ class CrashingWorker(Sleeper):
     """Its process dies the first time any of its kind plays game ``crash`` of update 1."""
 
     def __init__(self, marker: str, crash: int) -> None:
-        super().__init__(0.2)
+        super().__init__(1.0)  # the crash is seen well before game 1 would get a backup
         self.marker, self.crash = Path(marker), crash
 
     def compute_gradient(self, model: Model, seed: np.random.SeedSequence) -> Result:
@@ -169,7 +172,9 @@ def test_a_lost_game_goes_to_the_next_worker_free_and_its_worker_comes_back(
         updates.append(trainer.step())  # the restart takes what it takes on a busy machine
     assert all(u.played == 4 for u in updates)  # yet every game was added
     notes = [n for u in updates for n in u.messages]
-    assert any(" was lost (its process or node); game 1 goes to the next" in n for n in notes)
+    assert any(" was lost (its process or node); game 1 goes to the next" in n for n in notes), (
+        notes
+    )
     assert any(back in n for n in notes), notes
     last = trainer.step()
     assert sum(last.nodes.values()) == 4 and len(trainer.dealer.up) == 2
@@ -211,6 +216,90 @@ def test_workers_ray_cannot_place_yet_wait_and_join_with_the_same_bytes(joined_r
     alone = Trainer(**hyperparameters(config), workers=1)
     for _ in range(trainer.iteration):
         alone.step()
+    release(alone)
+    for k, v in alone.model.weights.items():
+        assert v.tobytes() == trainer.model.weights[k].tobytes()
+
+
+class _Slow(RolloutWorker.__ray_actor_class__):
+    """A RolloutWorker that waits ``delay`` seconds before each game, as one on a slow node
+    waits for the model; it counts the games it was told to stop."""
+
+    def __init__(self, make_env, delay: float) -> None:
+        super().__init__(make_env)
+        self.delay, self.stops = delay, 0
+
+    def compute_gradient(self, model, seed):
+        time.sleep(self.delay)
+        return super().compute_gradient(model, seed)
+
+    @ray.method(concurrency_group="control")
+    def abandon(self, iteration: int, game: int) -> None:
+        self.stops += 1
+        super().abandon(iteration, game)
+
+    @ray.method(concurrency_group="control")
+    def told_to_stop(self) -> int:
+        return self.stops
+
+
+SlowWorker = ray.remote(num_cpus=1, concurrency_groups={"control": 1})(_Slow)
+
+
+def test_a_slow_worker_never_holds_the_update_back_and_the_bytes_stay(joined_ray) -> None:
+    """Worker 0 takes 3 s more for every game, worker 1 none: worker 1 plays a backup of each
+    game worker 0 holds, its answer is added, and worker 0's copy is given up. The weights are
+    those of one worker alone."""
+    config = Config(batch_size=3, env=TOY.env, seed=6)
+    make_env = hyperparameters(config)["make_env"]
+    trainer = Trainer(**hyperparameters(config), workers=1)
+    with_workers(trainer, [SlowWorker.remote(make_env, d) for d in (3.0, 0.0)])
+    updates = [trainer.step() for _ in range(3)]
+    slow = trainer.dealer.actors[0]
+    assert all(u.seconds < 3.0 for u in updates), [u.seconds for u in updates]
+    assert sum(sum(u.nodes.values()) for u in updates) == 9
+    stops = ray.get(slow.told_to_stop.remote(), timeout=30)
+    release(trainer)
+    alone = Trainer(**hyperparameters(config), workers=1)
+    for _ in range(3):
+        alone.step()
+    release(alone)
+    assert stops >= 2  # its copies were told to stop (the toy's games end before they check)
+    for k, v in alone.model.weights.items():
+        assert v.tobytes() == trainer.model.weights[k].tobytes()
+
+
+def test_with_no_worker_up_the_wait_is_said_and_bounded(joined_ray) -> None:
+    """A worker that needs more CPUs than the cluster has is never placed: the wait is said at
+    once, and ``wait_for_workers`` ends it."""
+    said: list[str] = []
+    trainer = Trainer(**hyperparameters(TOY))
+    release(trainer)
+    trainer.dealer = Dealer([SleepingWorker.options(num_cpus=64).remote()], 0, expect=0,
+                            say=said.append, wait_for_workers=1.0)  # fmt: skip
+    started = time.monotonic()
+    with pytest.raises(WorkerError, match=r"no RolloutWorker was up for 1 s \(0 of 1 placed; "):
+        trainer.step()
+    assert 1.0 <= time.monotonic() - started < 10
+    assert (
+        said == [f"note: no RolloutWorker is up (0 of 1 placed; {said[0].split('placed; ')[1]}"]
+        and "CPUs in the cluster free); waiting for Ray to place or restart one" in said[0]
+    ), said
+    ray.kill(trainer.dealer.actors[0])
+
+
+def test_a_stale_game_is_never_counted_in_the_next_update(joined_ray) -> None:
+    """An update stopped mid-way (a Ctrl-C in a notebook) leaves a game in flight: the next
+    update drops its answer and plays its own games, as a trainer that never stopped."""
+    config = Config(batch_size=2, env=TOY.env, seed=9)
+    trainer = Trainer(**hyperparameters(config), workers=1)
+    trainer.dealer.start(1, 2, ray.put(trainer.model))  # a game dealt, never taken
+    assert len(trainer.dealer.calls) == 1
+    update = trainer.step()
+    assert update.played == 2 and trainer.iteration == 1
+    release(trainer)
+    alone = Trainer(**hyperparameters(config), workers=1)
+    alone.step()
     release(alone)
     for k, v in alone.model.weights.items():
         assert v.tobytes() == trainer.model.weights[k].tobytes()

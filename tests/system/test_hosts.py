@@ -23,6 +23,7 @@ from tests.helpers import (
     processes,
     ray_status_until,
     rollout_workers,
+    run_driver,
     start_driver,
     stop_processes,
     token_env,
@@ -57,15 +58,7 @@ def hosts(tmp_path_factory, shared_ray):
 
     def start(name: str, host: int, *flags: str) -> Path:
         """``ray start`` on a new host ``name`` at ``SUBNET.host``; its own temp dir."""
-        if name not in temp_dirs:
-            temp_dirs[name] = Path(tempfile.mkdtemp(prefix="h", dir=SHM))
-        node = subprocess.run(
-            [*net.add(name, host), python, RAY, "start", "--num-cpus=1", "--disable-usage-stats",
-             f"--node-ip-address={SUBNET}.{host}", f"--temp-dir={temp_dirs[name]}", *flags],
-            env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert node.returncode == 0, node.stdout + node.stderr
-        return temp_dirs[name]
+        return _start(net, python, env, temp_dirs, name, host, *flags)
 
     (address, one), run = shared_ray, tmp / "alone"  # on one machine, while the cluster starts
     proc = start_driver([*TOY, f"--address={address}", f"--run-dir={run}"], tmp / "out.txt", one)
@@ -82,6 +75,20 @@ def hosts(tmp_path_factory, shared_ray):
         net.remove()
         for temp_dir in temp_dirs.values():
             shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _start(net: Hosts, python: str, env, temp_dirs: dict, name: str, host: int, *flags: str):
+    """``ray start`` (1 CPU unless ``flags`` say) on a new host ``name`` of ``net`` at
+    ``SUBNET.host``, with a temp dir of its own (kept in ``temp_dirs``), which it returns."""
+    temp_dirs.setdefault(name, Path(tempfile.mkdtemp(prefix="h", dir=SHM)))
+    cpus = [] if any(f.startswith("--num-cpus") for f in flags) else ["--num-cpus=1"]
+    node = subprocess.run(
+        [*net.add(name, host), python, RAY, "start", *cpus, "--disable-usage-stats",
+         f"--node-ip-address={SUBNET}.{host}", f"--temp-dir={temp_dirs[name]}", *flags],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert node.returncode == 0, node.stdout + node.stderr
+    return temp_dirs[name]
 
 
 def _batches(text: str) -> list[tuple[str, str]]:
@@ -112,6 +119,26 @@ def test_the_documented_job_places_one_worker_per_host_with_the_bytes_of_one_mac
     assert (run / "checkpoint.safetensors").read_bytes() == alone
     last = (run / "updates.csv").read_text().splitlines()[-1]
     assert last.endswith(f"{SUBNET}.1=1 {SUBNET}.2=1"), last  # each host played a game
+
+
+def test_a_slow_host_never_holds_the_update_back(hosts, tmp_path) -> None:
+    """The worker host's link limited to 10 Mbit/s: the 10.2 MB model takes it about 8 s.
+    The head's worker plays a backup of each game the slow host holds, and the run has the
+    bytes of one machine."""
+    net, address, env, alone, _ = hosts
+    run = tmp_path / "run"
+    net.shape("worker", 2, rate_mbit=10)
+    try:
+        done = run_driver([*TOY, "--workers=2", f"--address={address}", f"--run-dir={run}"],
+                          env, prefix=net.run("head"))  # fmt: skip
+    finally:
+        net.shape("worker", 2)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert _batches(done.stdout) == [(str(n), "2") for n in range(1, 61)]
+    rows = (run / "updates.csv").read_text().splitlines()[1:]
+    assert any(row.endswith(f",{SUBNET}.1=2") for row in rows)  # both games on the head
+    assert (run / "checkpoint.safetensors").read_bytes() == alone
 
 
 def test_a_host_cut_off_mid_run_leaves_every_update_full(hosts, tmp_path) -> None:
@@ -171,3 +198,42 @@ def _runs_a_worker(temp_dir: Path) -> bool:
     return bool(
         rollout_workers({p for p, cmdline in processes() if str(temp_dir).encode() in cmdline})
     )
+
+
+def test_a_0_cpu_head_whose_only_worker_host_is_cut_waits_for_a_new_host(hosts, tmp_path) -> None:
+    """The usual production layout, a head that plays nothing, on hosts of its own. Its only
+    worker host is cut off: the run says it waits, and says so again a minute later (past
+    the 45-70 s after which a count of retries used to give the worker up); then a new host
+    joins, Ray restarts the lost worker there, and the run ends with the bytes of one
+    machine."""
+    _, _, env, alone, _ = hosts
+    net, temp_dirs = Hosts(prefix="pongz"), {}
+    python = empty_venv(tmp_path / "venv")
+    address = f"{SUBNET}.1:{PORT}"
+    run, out = tmp_path / "run", tmp_path / "out.txt"
+    try:
+        _start(net, python, env, temp_dirs, "head", 1, "--head", f"--port={PORT}",
+               "--num-cpus=0", "--include-dashboard=false")  # fmt: skip
+        _start(net, python, env, temp_dirs, "worker", 2, f"--address={address}")
+        args = [*TOY, "--workers=1", f"--address={address}", f"--run-dir={run}"]
+        proc = start_driver(args, out, env, net.run("head"))
+        try:
+            wait_for(lambda: "Batch 3 " in out.read_text(), proc)
+            net.cut("worker")
+            wait_for(lambda: "note: still no RolloutWorker up after " in out.read_text(), proc)
+            _start(net, python, env, temp_dirs, "joiner", 3, f"--address={address}")
+            _, err = proc.communicate(timeout=150)
+        finally:
+            proc.kill()
+    finally:
+        stop_processes(net.processes())
+        net.remove()
+        for temp_dir in temp_dirs.values():
+            shutil.rmtree(temp_dir, ignore_errors=True)
+    text = out.read_text()
+    assert proc.returncode == 0, text + err
+    assert "Traceback" not in text + err and "gone for good" not in text, text
+    assert "note: no RolloutWorker is up (0 of 1 placed; " in text, text
+    assert re.search(rf"RolloutWorker 0 is up again \(Ray restarted it\) on node {SUBNET}\.3", text)
+    assert _batches(text) == [(str(n), "2") for n in range(1, 61)]
+    assert (run / "checkpoint.safetensors").read_bytes() == alone
