@@ -66,6 +66,8 @@ def rollout(
     ``STOP_EVERY`` steps whether to give the game up (``None`` returned): another worker
     answered it first.
     """
+    if stop is not None and stop():  # given up before it began
+        return None
     frames = frames_of(env)  # from make_env's Atari: read straight from the emulator
     frames.reset(seed=seed)
     # The policy sees the difference of consecutive frames: none at the first step.

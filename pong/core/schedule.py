@@ -22,7 +22,8 @@ A worker is in one of four states; what moves it is Ray's word, never a count:
 - Each free worker is dealt the update's next game; a game lost with its worker goes to the
   next worker free, lost games first.
 - Once every game is dealt, a free worker takes a backup of the game in flight longest
-  (MapReduce's backup tasks): the first answer for a game is added, and the other copy is
+  (MapReduce's backup tasks), once it has been in flight twice the update's median game
+  and at least ``BACKUP_MIN_S``: the first answer for a game is added, and the other copy is
   told to stop (``RolloutWorker.abandon``) and never counted. A worker still busy with a game
   of an earlier update is dealt nothing until it answers: a slow node never holds an
   update back while another worker is free.
@@ -41,13 +42,14 @@ from typing import NamedTuple
 
 import ray
 
-from pong.core.worker import Result, game_seed
+from pong.core.worker import MAX_RESTARTS, Result, game_seed
 
 __all__ = ["Dealer", "WorkerError"]
 
 START_WAIT_S = 30.0  # at most, for the workers the cluster's CPUs can hold to start
 RETRY_S = (0.5, 1.0, 2.0, 5.0, 10.0)  # pauses before asking a restarting worker again
 BACKUP_AFTER = 2.0  # a game in flight this many times the update's median game gets a backup
+BACKUP_MIN_S = 0.25  # and at least this long: not for a few milliseconds of network
 SAY_EVERY_S = 60.0  # while no worker is up, a line this often
 
 
@@ -167,12 +169,17 @@ class Dealer:
         answered first; (None, None) for anything else (a worker up, a game lost and dealt
         again, a copy of a game answered already, a game of an earlier update).
 
-        An answer not counted is never fetched (its worker is free again; if it was lost
-        meanwhile, its next game says so), and a counted one only once the workers free
-        are dealt their next games: a gradient crossing a slow link holds no one up."""
+        A counted answer is fetched only once the other workers free are dealt their next
+        games, so a gradient crossing a slow link holds no one up; one not counted is
+        fetched to learn whether its worker was lost (an abandoned copy answers ``None``)."""
         call = self.calls.pop(ref)
         i, game = call.worker, call.game
         if game is not None and not self._current(call):  # stale, or a second copy
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayActorError as e:
+                self._lost(call, e)
+                return None, None
             if i in self.up:
                 self.free.add(i)
             return None, None
@@ -217,7 +224,8 @@ class Dealer:
             self._play(i, game)
         if self.playing() and len(self.gone) == len(self.actors):
             raise WorkerError(
-                "every RolloutWorker is gone: Ray used up its restarts of each; stopping"
+                f"every RolloutWorker is gone: Ray restarts a worker up to {MAX_RESTARTS} times,"
+                " and has used them up for each; stopping"
             )
 
     def name(self, node: str) -> str:
@@ -248,7 +256,9 @@ class Dealer:
         """Seconds in flight after which a game gets a backup: ``BACKUP_AFTER`` times the
         median of this update's games answered (a slow host's, given up, never count); none
         before one is."""
-        return BACKUP_AFTER * statistics.median(self.took) if self.took else math.inf
+        if not self.took:
+            return math.inf
+        return max(BACKUP_MIN_S, BACKUP_AFTER * statistics.median(self.took))
 
     def _current(self, call: Call) -> bool:
         """Whether ``call`` is a game of this update not yet answered."""

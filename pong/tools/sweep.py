@@ -394,22 +394,11 @@ class owned:  # noqa: N801 (a context manager, named as the state it holds)
 
 def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: Stops) -> int:
     """Join Ray, run the trials not yet ended, then print and write the summary."""
-    # Tune's own per-trial CSV, JSON and TensorBoard logs would copy the runs' metrics, and
-    # its progress tables would bury the one line per update printed here.
-    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # a stop is ours (``Interrupted``)
-    # Every update is a checkpoint (so a stop loses none), which Tune warns is often.
-    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     started, given = time.monotonic(), args.address
     try:
-        import logging
-
         from pong.run.cluster import ClusterError, connect, resolve_address
 
-        for name in ("ray.tune.tune", "ray.tune.execution.tune_controller",
-                     "ray.tune.analysis.experiment_analysis"):  # fmt: skip
-            logging.getLogger(name).setLevel(logging.CRITICAL)  # ours say it, in a line each
+        _quiet_tune()
         try:
             # A trial's own output stays in its log file (Ray's SIGTERM to trials at shutdown
             # showed as a stray traceback when forwarded); the sweep prints what each reports.
@@ -443,6 +432,22 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
         if "ray" in sys.modules:  # a no-op when Ray never started
             shut_down(stops)
     return report(storage, sweep, stops, time.monotonic() - started, given)
+
+
+def _quiet_tune() -> None:
+    """Tune as the sweep runs it: no logs of its own, no tables, no signal handler."""
+    import logging
+
+    # Tune's own per-trial CSV, JSON and TensorBoard logs would copy the runs' metrics, and
+    # its progress tables would bury the one line per update printed here.
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # a stop is ours (``Interrupted``)
+    # Every update is a checkpoint (so a stop loses none), which Tune warns is often.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    for name in ("ray.tune.tune", "ray.tune.execution.tune_controller",
+                 "ray.tune.analysis.experiment_analysis"):  # fmt: skip
+        logging.getLogger(name).setLevel(logging.CRITICAL)  # ours say it, in a line each
 
 
 def shut_down(stops: Stops) -> None:

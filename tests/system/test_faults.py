@@ -55,7 +55,11 @@ def test_a_killed_worker_is_restarted_and_every_batch_is_full(tmp_path) -> None:
     batches = [m for m in map(BATCH_LINE.match, text.splitlines()) if m]
     assert [m[1] for m in batches] == ["1", "2", "3", "4", "5", "6"]
     assert all(m[2] == "2" for m in batches)  # full batches
-    assert "was lost (its process or node); game " in text  # dealt again to a worker free
+    # Its game went to the worker free: dealt again, or a backup that answered first (the
+    # loss then shows once its call's answer comes in).
+    assert "RolloutWorker 0 was lost (its process or node)" in text or (
+        "RolloutWorker 1 was lost (its process or node)" in text
+    ), text
     assert "is up again (Ray restarted it) on node " in text
 
 
@@ -79,7 +83,7 @@ def test_a_worker_that_keeps_dying_stops_the_run_with_one_line(tmp_path) -> None
     assert proc.returncode == 1, err
     assert kills >= MAX_RESTARTS + 1
     [line] = [line for line in err.splitlines() if line.startswith("driver.py: error:")]
-    assert "every RolloutWorker is gone and Ray can no longer restart them" in line
+    assert "every RolloutWorker is gone: Ray restarts a worker up to 3 times" in line
     assert f"up to {MAX_RESTARTS} times" in line
     assert "Traceback" not in err
     assert (

