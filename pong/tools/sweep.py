@@ -395,6 +395,10 @@ class owned:  # noqa: N801 (a context manager, named as the state it holds)
 def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: Stops) -> int:
     """Join Ray, run the trials not yet ended, then print and write the summary."""
     started, given = time.monotonic(), args.address
+    # From here a stop is counted, not raised: raised inside Ray's start (an at-fork hook of
+    # its logging, say) it showed as a stray traceback. It takes effect before Tune starts,
+    # or through Tune's stopper (``Interrupted``) once it runs.
+    stops.holding = True
     try:
         from pong.run.cluster import ClusterError, connect, resolve_address
 
@@ -407,9 +411,10 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
         except ClusterError as e:
             print(f"{PROG}: error: {e}", file=sys.stderr)
             return 1
-        except KeyboardInterrupt:
-            stops.install()  # Ray put its own handlers back as it gave up starting
+        except KeyboardInterrupt:  # Ray's own SIGTERM handler, as it gave up starting
+            stops.install()
             raise
+        stops.install()  # ours again, whatever Ray's start left in place
         check_visible(storage)
         storage.write(DEFINITION, sweep.to_json())  # from here on, it can be resumed
         todo = [c for c in sweep.configs if trial_name(c) not in sweep.ended]
@@ -417,9 +422,8 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
             print(f"Resuming the sweep in {printable(str(storage))}: {len(todo)} of"
                   f" {len(sweep.configs)}"
                   " trials to finish", flush=True)  # fmt: skip
-        if todo:
+        if todo and not stops.received:
             tuner = _tuner(args, storage, sweep, todo)
-            stops.holding = True  # while Tune runs, a stop is counted; Interrupted ends it
             try:
                 tuner.fit()
             except (OSError, tune_error()) as e:  # the storage failed under Tune, say

@@ -91,7 +91,7 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
     for run in _runs():  # each kept its last update: the checkpoint holds updates.csv's last row
         directory = _latest(sweep / run)
         update = (directory / "updates.csv").read_text().splitlines()[-1].split(",")[0]
-        assert load(directory).iteration == int(update) >= 5
+        assert load(directory).iteration == int(update) >= 1
     payload = plant_pickles(sweep, tmp_path / "pwned")
     again = subprocess.run(
         [sys.executable, "-m", "pong.sweep", "--resume", str(sweep), f"--address={address}"],
