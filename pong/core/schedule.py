@@ -33,6 +33,7 @@ A worker is in one of four states; what moves it is Ray's word, never a count:
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import time
@@ -59,12 +60,14 @@ class WorkerError(RuntimeError):
 
 class Call(NamedTuple):
     """A call in flight to worker ``worker``: a game of update ``iteration`` (``game`` None:
-    a ``describe``), sent at ``since`` (``time.monotonic``)."""
+    a ``describe``), sent at ``since`` (``time.monotonic``), dealt as ``copy`` (a number of
+    its own, which ``RolloutWorker.abandon`` names)."""
 
     worker: int
     game: int | None
     iteration: int
     since: float
+    copy: int = -1
 
 
 class Dealer:
@@ -92,6 +95,7 @@ class Dealer:
     ) -> None:
         self.actors, self.seed, self.say, self.limit = actors, seed, say, wait_for_workers
         self.calls: dict[ray.ObjectRef, Call] = {}  # in flight: games and describes
+        self.dealt = itertools.count()  # each game dealt is a copy of its own
         self.up: dict[int, str] = {}  # worker -> its node's id, for the workers up
         self.free: set[int] = set()  # the workers up and not playing
         self.gone: set[int] = set()  # workers Ray will not restart again
@@ -185,9 +189,6 @@ class Dealer:
             return None, None
         if game is not None:  # counted as answered while it travels here
             self.done.add(game)
-            for other, copy in list(self.calls.items()):  # the other copy of this game
-                if copy.game == game and copy.iteration == call.iteration:
-                    self._abandon(other, copy)
             self.deal()  # the other workers free play on meanwhile
         try:
             answer = ray.get(ref)
@@ -203,6 +204,9 @@ class Dealer:
             self.done.discard(game)
             self.todo.appendleft(game)
             return None, None
+        for other, copy in list(self.calls.items()):  # the other copy of this game: stop
+            if copy.game == game and copy.iteration == call.iteration:
+                self._abandon(other, copy)
         self.up[i] = answer.node or self.up[i]  # a worker Ray restarted while idle may move
         self.took.append(time.monotonic() - call.since)
         self.nodes[self.name(self.up[i])] += 1
@@ -271,14 +275,15 @@ class Dealer:
     def _play(self, i: int, game: int) -> None:
         self.free.remove(i)
         seed = game_seed(self.seed, self.iteration, game)
-        ref = self.actors[i].compute_gradient.remote(self.model_ref, seed)
-        self.calls[ref] = Call(i, game, self.iteration, time.monotonic())
+        copy = next(self.dealt)
+        ref = self.actors[i].compute_gradient.remote(self.model_ref, seed, copy)
+        self.calls[ref] = Call(i, game, self.iteration, time.monotonic(), copy)
 
     def _abandon(self, ref: ray.ObjectRef, call: Call) -> None:
         """Tell worker ``call.worker`` to stop game ``call.game`` (at once, or as soon as it
         starts); its answer, whenever it comes, frees the worker and is not counted. (Not
         ``ray.cancel``: a worker lost meanwhile would answer "cancelled", not "lost".)"""
-        self.actors[call.worker].abandon.remote(call.iteration, call.game)
+        self.actors[call.worker].abandon.remote(call.copy)
 
     def _describe(self, i: int) -> None:
         """Ask worker ``i`` where it is: Ray answers once the worker is up."""

@@ -74,32 +74,32 @@ class RolloutWorker:
     def __init__(self, make_env: Callable[[], gym.Env]) -> None:
         self.env = make_env()
         self.node = ray.get_runtime_context().get_node_id()
-        self.abandoned: frozenset[tuple[int, ...]] = frozenset()  # games to stop: their keys
+        self.abandoned: frozenset[int] = frozenset()  # the copies of games to stop
 
     def compute_gradient(
-        self, model: Model, seed: np.random.SeedSequence | int | None
+        self, model: Model, seed: np.random.SeedSequence | int | None, copy: int | None = None
     ) -> Result | None:
-        """Play the game of ``seed`` with ``model``; its gradient and reward (``None``: the
-        game was abandoned, its answer come from another worker first).
+        """Play the game of ``seed`` with ``model``; its gradient and reward (``None``: this
+        ``copy`` of the game was abandoned, another worker having answered it first).
 
         ``seed`` (see ``game_seed``) seeds the env's reset and the action draws,
         so a game is the same whichever worker plays it (``None``: fresh entropy).
         """
-        key = seed.spawn_key if isinstance(seed, np.random.SeedSequence) else None
         rng, reset_seed = game_randomness(seed)
-        episode = rollout(model, self.env, rng, seed=reset_seed, stop=lambda: key in self.abandoned)
+        stop = None if copy is None else (lambda: copy in self.abandoned)
+        episode = rollout(model, self.env, rng, seed=reset_seed, stop=stop)
         if episode is None:
             return None
         grad, note = episode_gradient(model, episode)
         return Result(grad, float(episode.epr.sum()), len(episode.epr), note, self.node)
 
     @ray.method(concurrency_group="control")
-    def abandon(self, iteration: int, game: int) -> None:
-        """Stop game ``game`` of update ``iteration`` if it is being played (or once it
-        starts): another worker answered it first. Keys of updates before the last are
-        dropped, so the set stays small."""
-        kept = {k for k in self.abandoned if k[0] >= iteration - 1}
-        self.abandoned = frozenset(kept | {(iteration, game)})  # one assignment: thread-safe
+    def abandon(self, copy: int) -> None:
+        """Stop the game dealt as ``copy`` (a number the dealer gives each game it deals) if
+        it is being played, or once it starts: another worker answered it first. Only the
+        last thousand numbers are kept."""
+        kept = {c for c in self.abandoned if c > copy - 1000}
+        self.abandoned = frozenset(kept | {copy})  # one assignment: thread-safe
 
     def describe(self) -> dict[str, object]:
         """Where this worker runs (node id, pid), and whether Ray restarted it."""

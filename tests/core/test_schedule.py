@@ -30,7 +30,7 @@ class Sleeper:
         self.spans: list[tuple[float, float]] = []
         self.seeds: list[tuple[int, ...]] = []  # the spawn key of each game's seed
 
-    def compute_gradient(self, model: Model, seed: np.random.SeedSequence) -> Result:
+    def compute_gradient(self, model: Model, seed: np.random.SeedSequence, copy=None) -> Result:
         self.seeds.append(seed.spawn_key)
         start = time.time()
         time.sleep(self.seconds)
@@ -47,7 +47,7 @@ class Sleeper:
     def describe(self) -> dict[str, object]:
         return {"node_id": ray.get_runtime_context().get_node_id(), "restarted": False}
 
-    def abandon(self, iteration: int, game: int) -> None:
+    def abandon(self, copy: int) -> None:
         """A stand-in plays its game to the end (RolloutWorker stops it)."""
 
 
@@ -147,11 +147,11 @@ class CrashingWorker(Sleeper):
         super().__init__(1.0)  # the crash is seen well before game 1 would get a backup
         self.marker, self.crash = Path(marker), crash
 
-    def compute_gradient(self, model: Model, seed: np.random.SeedSequence) -> Result:
+    def compute_gradient(self, model: Model, seed: np.random.SeedSequence, copy=None) -> Result:
         if seed.spawn_key == (1, self.crash) and not self.marker.exists():
             self.marker.touch()
             os._exit(1)
-        return super().compute_gradient(model, seed)
+        return super().compute_gradient(model, seed, copy)
 
     def describe(self) -> dict[str, object]:
         return {**super().describe(), "restarted": self.marker.exists()}
@@ -229,14 +229,14 @@ class _Slow(RolloutWorker.__ray_actor_class__):
         super().__init__(make_env)
         self.delay, self.stops = delay, 0
 
-    def compute_gradient(self, model, seed):
+    def compute_gradient(self, model, seed, copy=None):
         time.sleep(self.delay)
-        return super().compute_gradient(model, seed)
+        return super().compute_gradient(model, seed, copy)
 
     @ray.method(concurrency_group="control")
-    def abandon(self, iteration: int, game: int) -> None:
+    def abandon(self, copy: int) -> None:
         self.stops += 1
-        super().abandon(iteration, game)
+        super().abandon(copy)
 
     @ray.method(concurrency_group="control")
     def told_to_stop(self) -> int:

@@ -86,7 +86,7 @@ class FixedWorker:
     def __init__(self, grad: SparseGrad, reward: float) -> None:
         self.result = Result(grad, reward, 100, None)
 
-    def compute_gradient(self, model: Model, seed: np.random.SeedSequence) -> Result:
+    def compute_gradient(self, model: Model, seed: np.random.SeedSequence, copy=None) -> Result:
         return self.result
 
     def describe(self) -> dict[str, object]:
