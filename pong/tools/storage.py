@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import urllib.parse
 from pathlib import Path
 
@@ -228,11 +227,3 @@ class Storage:
         checkpoint restarts Tune's numbering, so the update decides, not the number.)"""
         found = self.checkpoints(trial)
         return (found[0][1], found[0][0]) if found else None
-
-
-def plain_directory(path: Path) -> bool:
-    """Whether ``path`` is a directory itself, not a link to one."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False

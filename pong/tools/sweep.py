@@ -423,10 +423,12 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
                   f" {len(sweep.configs)}"
                   " trials to finish", flush=True)  # fmt: skip
         if todo and not stops.received:
+            from ray.tune import TuneError
+
             tuner = _tuner(args, storage, sweep, todo)
             try:
                 tuner.fit()
-            except (OSError, tune_error()) as e:  # the storage failed under Tune, say
+            except (OSError, TuneError) as e:  # the storage failed under Tune, say
                 print(f"{PROG}: error: Tune stopped: {first_line(e)}", file=sys.stderr)
         stops.ending = True  # the sweep has ended: a stop now is only counted
     except KeyboardInterrupt:  # a stop before Tune started its trials: it ends the same way
@@ -466,12 +468,6 @@ def shut_down(stops: Stops) -> None:
     finally:
         stops.install()
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
-
-
-def tune_error() -> type[Exception]:
-    from ray.tune import TuneError
-
-    return TuneError
 
 
 def check_visible(storage: Storage) -> None:
