@@ -1,4 +1,4 @@
-"""One line: the peak memory (RSS) of ``python -m pong.plot`` on a long run, to compare commits.
+"""One line: the peak memory (RSS) of ``python -m pong plot`` on a long run, to compare commits.
 
 Run from the root of the checkout to measure (an unpacked ``git archive`` of another
 commit, say), with this repository's environment:
@@ -7,7 +7,7 @@ commit, say), with this repository's environment:
 
 It writes a made-up run of ``--rows`` updates of ``--games`` games each (updates.csv
 and episodes.csv, as ``pong.run.metrics`` writes them) in a temporary directory, draws
-it with the checkout's ``python -m pong.plot`` in a child process, and prints the
+it with the checkout's ``python -m pong plot`` in a child process, and prints the
 child's peak resident memory and its seconds.
 """
 
@@ -78,7 +78,7 @@ def main() -> None:
         start = time.perf_counter()
         with open(f"{tmp}/stderr", "w+") as stderr:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "pong.plot", str(run), "--output", f"{tmp}/plot.png"],
+                [sys.executable, "-m", "pong", "plot", str(run), "--output", f"{tmp}/plot.png"],
                 cwd=os.getcwd(),
                 env={**os.environ, "PYTHONPATH": os.getcwd()},
                 stdout=subprocess.DEVNULL,
@@ -89,7 +89,7 @@ def main() -> None:
             seconds = time.perf_counter() - start
             if status != 0:
                 stderr.seek(0)
-                sys.exit(f"python -m pong.plot failed:\n{stderr.read()[-2000:]}")
+                sys.exit(f"python -m pong plot failed:\n{stderr.read()[-2000:]}")
     peak = usage.ru_maxrss / 1024  # KiB on Linux
     print(
         f"{args.rows:,} updates, {args.rows * args.games:,} games ({size:,.0f} MB of CSV):"

@@ -4,7 +4,7 @@ on one host with a local directory.
 Run (as root):  python benchmarks/sweep_hosts.py [--env ALE/Pong-v5] [--trials 4]
                 [--batch-size 2] [--iterations 3] [--rounds 2]
 
-Two ways, alternated round by round, each a fresh ``python -m pong.sweep`` of the same grid
+Two ways, alternated round by round, each a fresh ``python -m pong sweep`` of the same grid
 (seeds 1..--trials, one RolloutWorker per trial, so two trials at once on 2 CPUs): on this
 machine with a local Ray of 2 CPUs and a local --sweep-dir, and on the hosts of
 ``tests.hosts.sweep_hosts`` (network namespaces of 1 CPU each; the worker host has its own
@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def sweep(prefix: list[str], args: argparse.Namespace, where: str, env, *more: str) -> float:
-    """Seconds of one ``python -m pong.sweep`` of the grid into ``where``."""
-    command = [*prefix, sys.executable, "-m", "pong.sweep", f"--env={args.env}",
+    """Seconds of one ``python -m pong sweep`` of the grid into ``where``."""
+    command = [*prefix, sys.executable, "-m", "pong", "sweep", f"--env={args.env}",
                f"--batch-size={args.batch_size}", f"--iterations={args.iterations}",
                "--watch-every=0", "--workers=1", "--seeds", *map(str, range(1, args.trials + 1)),
                f"--sweep-dir={where}", *more]  # fmt: skip

@@ -31,7 +31,7 @@ __all__ = ["FILENAME", "Checkpoint", "CheckpointError", "decode", "encode", "loa
 __all__ += ["MAX_RESUMED", "save_policy"]
 
 FILENAME = "checkpoint.safetensors"  # inside a run directory
-OLD_FILENAME = "checkpoint.npz"  # an earlier version's; python -m pong.convert carries it over
+OLD_FILENAME = "checkpoint.npz"  # an earlier version's; python -m pong convert carries it over
 FORMAT = "pong-checkpoint/2"
 POLICY_FORMAT = "pong-policy/2"  # weights only, float32
 SHAPES = {"W1": (H, D), "W2": (H,), "cache_W1": (H, D), "cache_W2": (H,)}
@@ -138,7 +138,7 @@ def _read(f, path: Path) -> bytes:
     if head[:4] == ZIP:
         raise CheckpointError(
             f"{path}: a .npz file of an earlier version of pong; carry it over with"
-            f" {command(path, module='pong.convert')}"
+            f" {command(path, module='pong convert')}"
         )
     if len(head) < 8:
         raise CheckpointError(f"{path}: not a safetensors file ({len(head)} bytes long)")
@@ -163,7 +163,7 @@ def _old_hint(path: Path) -> str:
     old = path.with_name(OLD_FILENAME)
     if path.name != FILENAME or not os.path.lexists(old):
         return ""
-    return f" (it holds an earlier version's {OLD_FILENAME}: {command(old, module='pong.convert')})"
+    return f" (it holds an earlier version's {OLD_FILENAME}: {command(old, module='pong convert')})"
 
 
 def decode(data: bytes, path: PathLike, *, policy: bool = False) -> Checkpoint:

@@ -153,7 +153,7 @@ class Run:
         if path.is_file() and path.name == OLD_FILENAME:
             raise UsageError(
                 f"--resume: {path} is an earlier version's checkpoint; carry it over with"
-                f" {command(path, module='pong.convert')}, then {command('--resume', path.parent)}"
+                f" {command(path, module='pong convert')}, then {command('--resume', path.parent)}"
             )
         if path.is_file() and path.name != FILENAME:  # a copy: training on would rewind its run
             try:  # hint at --start-from only for weights it can start from

@@ -2,7 +2,7 @@
 
 Rows are flushed as written, so a crash loses nothing printed; a resumed run first drops the rows
 of updates made after its checkpoint, so each update keeps one row. Files are read a row at a
-time, so none can fill memory. ``python -m pong.metrics RUN_DIR`` prints a run's summary.
+time, so none can fill memory. ``python -m pong metrics RUN_DIR`` prints a run's summary.
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def summary(run_dir: str | os.PathLike, marks: Iterable[float] = MILESTONES) -> 
 
 
 def summarize(run_dir: str | os.PathLike) -> list[str]:
-    """Lines describing the run in ``run_dir``, as ``python -m pong.metrics`` prints them."""
+    """Lines describing the run in ``run_dir``, as ``python -m pong metrics`` prints them."""
     s = summary(run_dir)
     return [
         f"{s.updates} updates, {s.last['episodes']} episodes, {int(s.last['steps']):,} env steps,"
@@ -264,7 +264,7 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser("python -m pong.metrics", description="Summarize a run's metrics.")
+    parser = OneLineParser("python -m pong metrics", description="Summarize a run's metrics.")
     parser.add_argument("run_dir", type=Path, help="a run directory (holds updates.csv)")
     args = parser.parse_args(argv)
     try:

@@ -1,4 +1,4 @@
-"""Several runs side by side, as a Markdown table: ``python -m pong.compare RUN_DIR ...``.
+"""Several runs side by side, as a Markdown table: ``python -m pong compare RUN_DIR ...``.
 
 A row per run: when its running mean first passed each mark, its updates, final running mean and
 steps/s; then each figure's median and range. RESULTS.md quotes it; a test regenerates it.
@@ -97,9 +97,9 @@ def _mark_spread(marks: Sequence[Passed | None]) -> tuple[str, str]:
 
 
 def runs_of(paths: Sequence[Path]) -> list[Path]:
-    """The run directories that ``paths`` name: a sweep's directory (``pong.sweep``) stands
-    for each trial's latest run, and a trial's directory for its own; the sweep's other files,
-    which ``DIR/*`` names too, are left out."""
+    """The run directories that ``paths`` name: a sweep's directory stands for each trial's
+    latest run, and a trial's directory for its own; the sweep's other files, which ``DIR/*``
+    names too, are left out."""
     from pong.tools.storage import Storage
     from pong.tools.sweep import DEFINITION
 
@@ -127,7 +127,7 @@ def check_distinct(run_dirs: Sequence[Path]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(
-        prog="python -m pong.compare",
+        prog="python -m pong compare",
         description="Compare runs: when each passed the marks, and the spread (Markdown).",
     )
     parser.add_argument(

@@ -1,6 +1,6 @@
 """Carry a checkpoint or policy file of an earlier version (``.npz``) over to safetensors.
 
-``python -m pong.convert OLD.npz [NEW.safetensors]`` reads it with NumPy (no pickles, its size
+``python -m pong convert OLD.npz [NEW.safetensors]`` reads it with NumPy (no pickles, its size
 and members bounded first), checks it as any checkpoint, and writes the same numbers beside it
 (``checkpoint.npz`` becomes the ``checkpoint.safetensors`` that ``--resume`` reads).
 """
@@ -74,7 +74,7 @@ def _metadata(meta: dict) -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(
-        prog="python -m pong.convert",
+        prog="python -m pong convert",
         description="Convert a checkpoint or policy file of an earlier version (.npz) to"
         " safetensors.",
     )

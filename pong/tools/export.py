@@ -1,4 +1,4 @@
-"""Export a run's policy as a small file to share: ``python -m pong.export RUN OUT.safetensors``.
+"""Export a run's policy as a small file to share: ``python -m pong export RUN OUT.safetensors``.
 
 The float32 weights alone (5 MB, not a checkpoint's 20) and the run's counters and settings,
 as safetensors; ``driver.py --evaluate`` plays it and ``--start-from`` trains it further.
@@ -18,7 +18,7 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(
-        prog="python -m pong.export", description="Export a run's policy as a small file to share."
+        prog="python -m pong export", description="Export a run's policy as a small file to share."
     )
     parser.add_argument(
         "checkpoint", type=nonempty_path, help="a checkpoint file or a run directory"

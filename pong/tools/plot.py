@@ -1,4 +1,4 @@
-"""Learning curves as a PNG: ``python -m pong.plot RUN_DIR``, or several runs overlaid.
+"""Learning curves as a PNG: ``python -m pong plot RUN_DIR``, or several runs overlaid.
 
 One run: its scores and running mean against episodes, and steps/s against training time; several:
 their running means against episodes and hours. Needs matplotlib (``pip install -e '.[plot]'``).
@@ -186,7 +186,7 @@ def png(text: str) -> Path:
 
 def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     parser = OneLineParser(
-        prog="python -m pong.plot",
+        prog="python -m pong plot",
         description="Draw a run's learning curves as a PNG, or overlay several runs' curves.",
     )
     parser.add_argument(

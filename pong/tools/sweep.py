@@ -1,4 +1,4 @@
-"""Seeds and settings swept on Ray Tune: ``python -m pong.sweep --seeds 1 2 --iterations 100``.
+"""Seeds and settings swept on Ray Tune: ``python -m pong sweep --seeds 1 2 --iterations 100``.
 
 Each setting of the grid (batch size x learning rate x decay rate x seed) is one Tune trial,
 and each trial is a run: it trains in a directory of its own node, as ``driver.py --run-dir``
@@ -48,7 +48,7 @@ from pong.tools.storage import Storage, StorageError, is_uri
 
 __all__ = ["main", "trial_name"]
 
-PROG = "python -m pong.sweep"
+PROG = "python -m pong sweep"
 DEFINITION = "sweep.json"  # what the sweep is and how its trials ended: plain, checked JSON
 FORMAT = "pong-sweep/1"
 SUMMARY = "summary.csv"
@@ -755,7 +755,7 @@ def report(
     tally = {how: list(sweep.ended.values()).count(how) for how in ("failed", "stopped-early")}
     said = ", ".join(f"{n} {how}" for how, n in tally.items() if n)
     if unfinished:
-        again = command("--resume", module="pong.sweep") + f" {_shown(storage)}"
+        again = command("--resume", module="pong sweep") + f" {_shown(storage)}"
         if address:  # the same cluster again
             again += f" --address={shell_word(address)}"
         stop = stops.received[0] if stops.received else None

@@ -29,10 +29,10 @@ def run_dir(tmp_path):
 @pytest.mark.parametrize(
     "command",
     [
-        ["pong.metrics", "{run}"],
-        ["pong.compare", "{run}"],
-        ["pong.export", "{run}", "{tmp}/policy.safetensors"],
-        ["pong.plot", "{run}", "--output={tmp}/curve.png"],
+        ["pong", "metrics", "{run}"],
+        ["pong", "compare", "{run}"],
+        ["pong", "export", "{run}", "{tmp}/policy.safetensors"],
+        ["pong", "plot", "{run}", "--output={tmp}/curve.png"],
     ],
 )
 def test_output_to_a_full_disk_is_one_line(command, run_dir, tmp_path) -> None:
@@ -65,5 +65,5 @@ def test_a_bad_command_line_is_one_line_naming_the_command(module, argv, capsys)
         main(argv)
     assert stopped.value.code == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("python -m pong."), err
+    assert err.count("\n") == 1 and err.startswith("python -m pong "), err
     assert err.endswith(" (see --help)\n"), err

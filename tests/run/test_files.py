@@ -150,7 +150,7 @@ def test_two_exports_to_one_path_one_wins_whole_the_other_says_so(tmp_path) -> N
         out = tmp_path / f"shared{attempt}.safetensors"
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "pong.export", str(tmp_path / f"run{i}"), str(out)],
+                [sys.executable, "-m", "pong", "export", str(tmp_path / f"run{i}"), str(out)],
                 cwd=ROOT,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

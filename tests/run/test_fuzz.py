@@ -420,10 +420,10 @@ def test_an_old_npz_is_refused_with_a_pointer_to_pong_convert(checkpoint_bytes, 
             load(path, policy=policy)
         assert str(caught.value) == (
             f"{path}: a .npz file of an earlier version of pong; carry it over with"
-            f" {pasteable(sys.executable)} -m pong.convert {pasteable(path)}"
+            f" {pasteable(sys.executable)} -m pong convert {pasteable(path)}"
         )
     path.rename(tmp_path / "checkpoint.npz")
-    with pytest.raises(CheckpointError, match=r"python -m pong\.convert \S+checkpoint\.npz\)$"):
+    with pytest.raises(CheckpointError, match=r"python -m pong convert \S+checkpoint\.npz\)$"):
         load(tmp_path)
 
 
@@ -472,7 +472,7 @@ def metrics_cases(data: bytes, seed: int) -> Cases:
 
 
 def read_run(path: Path) -> object:
-    """Everything that reads a run's updates.csv: pong.metrics, pong.compare, pong.plot."""
+    """Everything that reads a run's updates.csv: python -m pong metrics, compare and plot."""
     rows = read_rows(path)
     return rows, summarize(path.parent), figures(path.parent), curve(path.parent)
 

@@ -147,7 +147,7 @@ def test_summary_counts_time_and_milestones_from_the_rows(tmp_path, capsys) -> N
 def test_summary_of_a_directory_without_metrics_is_one_line(tmp_path, capsys) -> None:
     assert main([str(tmp_path)]) == 2
     assert capsys.readouterr().err == (
-        f"python -m pong.metrics: error: {tmp_path / UPDATES}: no such file;"
+        f"python -m pong metrics: error: {tmp_path / UPDATES}: no such file;"
         f" is {tmp_path} a run directory?\n"
     )
 
@@ -220,18 +220,18 @@ def test_a_damaged_metrics_file_is_one_line_naming_the_line(
         assert [row["update"] for row in read_rows(path)] == ["1", "2"]
         return
     assert main([str(tmp_path)]) == 2
-    assert capsys.readouterr().err == f"python -m pong.metrics: error: {path}, {message}\n"
+    assert capsys.readouterr().err == f"python -m pong metrics: error: {path}, {message}\n"
 
 
 def test_a_run_whose_name_is_not_utf8_is_summarized_or_named_printably(tmp_path) -> None:
     run = odd_run(tmp_path)
-    proc = run_module("pong.metrics", run)
+    proc = run_module("pong", "metrics", run)
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout.startswith("3 updates, 6 episodes, 2,700 env steps")
     (run / UPDATES).unlink()
-    proc = run_module("pong.metrics", run)
+    proc = run_module("pong", "metrics", run)
     assert proc.returncode == 2
     assert proc.stderr == (
-        f"python -m pong.metrics: error: {printable(run / UPDATES)}: no such file;"
+        f"python -m pong metrics: error: {printable(run / UPDATES)}: no such file;"
         f" is {printable(run)} a run directory?\n"
     )

@@ -258,7 +258,7 @@ def test_a_made_up_name_is_reported(text: str) -> None:
         "the sum is `pong.core.train.Update.add`, called by `Trainer.play`",
         "| the actor | `pong/core/worker.py` | `RolloutWorker.compute_gradient` |",
         "`Update.held`, `Trainer.grad_buffer`, `ray.wait`, `env.step`, `ImportError`",
-        "`pong.tools.evaluate.play_games` and `baseline.OriginalLoop`; python -m pong.plot",
+        "`pong.tools.evaluate.play_games` and `baseline.OriginalLoop`; python -m pong plot",
     ],
 )
 def test_names_that_exist_pass(text: str) -> None:

@@ -38,8 +38,7 @@ def test_the_check_reports_an_import_from_another_part(tmp_path) -> None:
 
 def test_every_module_belongs_to_a_part() -> None:
     top = sorted(p.name for p in (ROOT / "pong").iterdir() if p.suffix == ".py")
-    shims = ["compare.py", "convert.py", "export.py", "metrics.py", "plot.py", "sweep.py"]  # -m
-    assert top == ["__init__.py", *shims]
+    assert top == ["__init__.py", "__main__.py"]  # python -m pong TOOL
     assert sorted(p.name for p in (ROOT / "pong").iterdir() if p.is_dir() and p.name[0] != "_") == (
         sorted(PARTS)
     )
@@ -93,16 +92,15 @@ def test_import_pong_and_the_model_load_no_ray() -> None:
 @pytest.mark.parametrize(
     "command",
     [
-        ["pong.metrics", "results/pong-v5"],
-        ["pong.compare", "results/pong-v5", "results/pong-v5-seed1"],
-        ["pong.export", "results/pong-v5", "{tmp}/policy.safetensors"],
-        ["pong.plot", "results/pong-v5", "--output", "{tmp}/curve.png"],
-        ["pong.plot", "--weights", "results/pong-v5", "--output", "{tmp}/weights.png"],
+        ["pong", "metrics", "results/pong-v5"],
+        ["pong", "compare", "results/pong-v5", "results/pong-v5-seed1"],
+        ["pong", "export", "results/pong-v5", "{tmp}/policy.safetensors"],
+        ["pong", "plot", "results/pong-v5", "--output", "{tmp}/curve.png"],
+        ["pong", "plot", "--weights", "results/pong-v5", "--output", "{tmp}/weights.png"],
     ],
     ids=lambda c: " ".join(c[:2]),
 )
 def test_the_commands_that_do_not_train_load_no_ray(command, tmp_path) -> None:
-    module, *args = (word.format(tmp=tmp_path) for word in command)
-    argv = [module, *args]
-    code = f"import runpy\nsys.argv = {argv!r}\nrunpy.run_module({module!r}, run_name='__main__')"
+    argv = [word.format(tmp=tmp_path) for word in command]
+    code = f"import runpy\nsys.argv = {argv!r}\nrunpy.run_module('pong', run_name='__main__')"
     assert not loads_ray(code)

@@ -1,5 +1,5 @@
-"""What a Ray job installs on a node that has only Ray is what the package depends on, and
-the cluster launcher's config is one Ray accepts."""
+"""What a Ray job installs on a node that has only Ray is what the package depends on, the
+cluster launcher's config is one Ray accepts, and the license travels with the package."""
 
 from __future__ import annotations
 
@@ -46,3 +46,14 @@ def test_the_cluster_launcher_config_is_one_ray_up_accepts() -> None:
     assert image, config["docker"]["image"]
     assert (int(image[1]), int(image[2])) >= tuple(map(int, least_ray.split(".")))
     assert int(image[3]) >= int(least_python)
+
+
+def test_the_license_is_apache_2_0_and_in_the_package_metadata() -> None:
+    from importlib.metadata import metadata
+
+    text = (ROOT / "LICENSE").read_text()
+    assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "END OF TERMS AND CONDITIONS" in text
+    installed = metadata("pong")
+    assert installed["License-Expression"] == "Apache-2.0"
+    assert installed.get_all("License-File") == ["LICENSE"]

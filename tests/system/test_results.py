@@ -18,7 +18,7 @@ from tests.helpers import ROOT
 
 RUN = ROOT / "results" / "pong-v5"
 RUNS = sorted((ROOT / "results").glob("pong-v5*"))
-STUDY = sorted((ROOT / "results" / "lr-study").iterdir())  # pong.sweep's trials, batch 10 too
+STUDY = sorted((ROOT / "results" / "lr-study").iterdir())  # a sweep's trials, batch 10 too
 RESULTS_MD = (ROOT / "RESULTS.md").read_text()
 
 
@@ -56,7 +56,7 @@ def _quoted_commands(module: str) -> list[list[str]]:
 
 
 def test_results_md_quotes_the_tables_the_committed_metrics_give(capsys, monkeypatch) -> None:
-    commands = _quoted_commands("pong.compare")
+    commands = _quoted_commands("pong compare")
     quoted = sorted(ROOT / arg for args in commands for arg in args)
     assert quoted == sorted(RUNS + STUDY)  # every run in results/, once, no other
     monkeypatch.chdir(ROOT)  # the commands as pasted in the repository

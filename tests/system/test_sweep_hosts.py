@@ -62,8 +62,8 @@ def hosts(tmp_path_factory, shared_ray):
 
 
 def _sweep(net: Hosts, *args: str) -> list[str]:
-    """``python -m pong.sweep ARGS`` on the head."""
-    return [*net.run("head"), sys.executable, "-m", "pong.sweep", *args]
+    """``python -m pong sweep ARGS`` on the head."""
+    return [*net.run("head"), sys.executable, "-m", "pong", "sweep", *args]
 
 
 def test_a_local_sweep_dir_the_worker_host_cannot_see_is_refused_in_one_line(hosts) -> None:
@@ -75,7 +75,7 @@ def test_a_local_sweep_dir_the_worker_host_cannot_see_is_refused_in_one_line(hos
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stdout, done.stderr
     assert done.stderr.startswith(
-        f"python -m pong.sweep: error: --sweep-dir {disk / 'sweep'}: not seen from the node at"
+        f"python -m pong sweep: error: --sweep-dir {disk / 'sweep'}: not seen from the node at"
         f" {SUBNET}.2 (each has its own disk); give a directory every node mounts, or storage"
         " they all reach, such as s3://bucket/prefix"
     ), done.stderr

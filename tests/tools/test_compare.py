@@ -70,7 +70,7 @@ def test_a_run_given_twice_or_with_a_bar_in_its_name(tmp_path, capsys) -> None:
     run = _run(tmp_path / "a|b", [-21.0, -14.0], 60.0)
     assert main([str(run), f"{run}/"]) == 2
     assert capsys.readouterr().err == (
-        f"python -m pong.compare: error: {run}: this run is given twice; give each run once\n"
+        f"python -m pong compare: error: {run}: this run is given twice; give each run once\n"
     )
     assert main([str(run)]) == 0
     row = capsys.readouterr().out.splitlines()[2]
@@ -80,7 +80,7 @@ def test_a_run_given_twice_or_with_a_bar_in_its_name(tmp_path, capsys) -> None:
 def test_a_directory_without_metrics_is_one_line(tmp_path, capsys) -> None:
     assert main([str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith(
-        f"python -m pong.compare: error: {tmp_path / UPDATES}"
+        f"python -m pong compare: error: {tmp_path / UPDATES}"
     )
 
 
@@ -89,7 +89,7 @@ def test_a_reader_that_closed_the_pipe_ends_it_quietly(tmp_path) -> None:
     read, write = os.pipe()
     os.close(read)  # `| head` that has already gone
     proc = subprocess.run(
-        [sys.executable, "-m", "pong.compare", str(run)],
+        [sys.executable, "-m", "pong", "compare", str(run)],
         stdout=write,
         stderr=subprocess.PIPE,
         text=True,
@@ -101,13 +101,13 @@ def test_a_reader_that_closed_the_pipe_ends_it_quietly(tmp_path) -> None:
 
 def test_a_run_whose_name_is_not_utf8_is_named_printably(tmp_path) -> None:
     run = odd_run(tmp_path)
-    proc = run_module("pong.compare", run)
+    proc = run_module("pong", "compare", run)
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout.splitlines()[2].startswith(f"| {printable(run)} | not passed |")
-    proc = run_module("pong.compare", run, f"{run}/")
+    proc = run_module("pong", "compare", run, f"{run}/")
     assert proc.returncode == 2
     assert proc.stderr == (
-        f"python -m pong.compare: error: {printable(run)}: this run is given twice;"
+        f"python -m pong compare: error: {printable(run)}: this run is given twice;"
         " give each run once\n"
     )
 

@@ -1,4 +1,4 @@
-"""pong.convert: an earlier version's .npz checkpoint or policy, carried over to safetensors."""
+"""pong convert: an earlier version's .npz checkpoint or policy, carried over to safetensors."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_an_old_file_given_to_evaluate_or_resume_says_how_to_carry_it_over(tmp_p
         )
         assert done.returncode == 2 and done.stdout == ""
         assert done.stderr.count("\n") == 1 and str(where) in done.stderr
-        assert f"python -m pong.convert {tmp_path / 'checkpoint.npz'}" in done.stderr
+        assert f"python -m pong convert {tmp_path / 'checkpoint.npz'}" in done.stderr
 
 
 @pytest.mark.parametrize(
@@ -94,7 +94,10 @@ def test_a_damaged_old_file_is_one_line_and_writes_nothing(tmp_path, make, messa
     old = tmp_path / "old.npz"
     make(old)
     done = subprocess.run(
-        [sys.executable, "-m", "pong.convert", str(old)], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "pong", "convert", str(old)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert message in done.stderr and str(old) in done.stderr
@@ -133,7 +136,7 @@ def test_values_this_version_refuses_are_refused_when_converting(tmp_path) -> No
         old = tmp_path / f"{label}.npz"
         np.savez(old, **arrays, meta=np.array(text))
         done = subprocess.run(
-            [sys.executable, "-m", "pong.convert", str(old)], cwd=ROOT, capture_output=True,
+            [sys.executable, "-m", "pong", "convert", str(old)], cwd=ROOT, capture_output=True,
             text=True,
         )  # fmt: skip
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr

@@ -54,7 +54,7 @@ def test_bad_arguments_are_one_line(argv, message, tmp_path, capsys) -> None:
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1  # one line, no usage line before it
-    assert err[0].startswith(f"python -m pong.export: error: {message.format(tmp=tmp_path)}")
+    assert err[0].startswith(f"python -m pong export: error: {message.format(tmp=tmp_path)}")
     usage = "must end" in message or "expected a path" in message  # where --help can help
     assert ("see --help" in err[0]) == usage
     assert not (tmp_path / "a.safetensors").exists()

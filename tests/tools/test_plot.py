@@ -71,7 +71,7 @@ def test_several_runs_without_an_output_is_one_line(tmp_path, capsys) -> None:
     assert exit_info.value.code == 2
     assert (
         capsys.readouterr().err
-        == "python -m pong.plot: error: several runs need --output FILE.png\n"
+        == "python -m pong plot: error: several runs need --output FILE.png\n"
     )
 
 
@@ -122,7 +122,7 @@ def test_weights_mistakes_are_one_line(argv, message, tmp_path, capsys) -> None:
         code = e.code
     assert code == 2
     err = capsys.readouterr().err
-    assert err.splitlines()[-1].startswith("python -m pong.plot: error:") and message in err
+    assert err.splitlines()[-1].startswith("python -m pong plot: error:") and message in err
 
 
 @pytest.mark.parametrize("name", ["learning_curve.png", "weights.png"])
@@ -148,7 +148,7 @@ def test_a_link_planted_at_a_default_output_in_the_run_is_one_line(tmp_path, nam
 
 def test_a_run_whose_name_is_not_utf8_is_drawn_and_named_printably(tmp_path) -> None:
     run = odd_run(tmp_path)
-    proc = run_module("pong.plot", run)
+    proc = run_module("pong", "plot", run)
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout == f"{printable(run / 'learning_curve.png')}\n"
     assert (run / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -157,7 +157,7 @@ def test_a_run_whose_name_is_not_utf8_is_drawn_and_named_printably(tmp_path) -> 
     log = MetricsLog(other)
     log.write(_row(1), _episodes(1))
     log.close()
-    proc = run_module("pong.plot", run, other, "--output", tmp_path / "both.png")
+    proc = run_module("pong", "plot", run, other, "--output", tmp_path / "both.png")
     assert (proc.returncode, proc.stderr) == (0, "")
 
 
@@ -194,7 +194,7 @@ def test_a_long_run_is_drawn_in_memory_that_does_not_grow_with_it(tmp_path) -> N
 
 
 def test_what_plot_writes_by_default_beside_the_shipped_results_leaves_git_clean(tmp_path) -> None:
-    """``pong.plot results/pong-v5`` (and its ``--weights``, and the README's ``runs.png``) write
+    """``pong plot results/pong-v5`` (and its ``--weights``, and the README's ``runs.png``) write
     beside tracked files; git must not show them as the user's changes."""
     import shutil
     import subprocess

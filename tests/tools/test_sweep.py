@@ -1,4 +1,4 @@
-"""``python -m pong.sweep``: a Tune trial is a driver run, byte for byte; bad grids are one line."""
+"""``python -m pong sweep``: a Tune trial is a driver run, byte for byte; bad grids are one line."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_a_bad_sweep_is_one_line_before_ray_starts(argv, message, tmp_path, caps
     assert stopped.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
-    assert err.startswith("python -m pong.sweep: error: ")
+    assert err.startswith("python -m pong sweep: error: ")
 
 
 def test_trial_names_say_their_settings_at_full_precision() -> None:
@@ -75,7 +75,8 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
     grid = ["--seeds", "1", "2", "--learning-rate", "3e-3", "--decay-rate", "0.9"]
     out = tmp_path / "out.txt"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pong.sweep", *TOY, *grid, f"--sweep-dir={sweep}", "--num-cpus=2"],
+        [sys.executable, "-m", "pong", "sweep", *TOY, *grid, f"--sweep-dir={sweep}",
+         "--num-cpus=2"],
         cwd=ROOT, stdout=open(out, "w"), stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -94,7 +95,7 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
         assert load(directory).iteration == int(update) >= 1
     payload = plant_pickles(sweep, tmp_path / "pwned")
     again = subprocess.run(
-        [sys.executable, "-m", "pong.sweep", "--resume", str(sweep), f"--address={address}"],
+        [sys.executable, "-m", "pong", "sweep", "--resume", str(sweep), f"--address={address}"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert again.returncode == 0, again.stdout + again.stderr
@@ -127,7 +128,7 @@ def test_a_failed_trial_is_one_line_and_asha_stops_a_hopeless_one(tmp_path, shar
     sweep = tmp_path / "sweep"
     grid = ["--seeds", "3", "1", "--learning-rate", "1e-2", "1e300", "--scheduler", "asha"]
     done = subprocess.run(
-        [sys.executable, "-m", "pong.sweep", *TOY[:2], "--iterations=6", "--watch-every=0",
+        [sys.executable, "-m", "pong", "sweep", *TOY[:2], "--iterations=6", "--watch-every=0",
          *grid, f"--sweep-dir={sweep}", "--workers=2"],
         cwd=ROOT, env={**shared_ray[1], "RAY_ADDRESS": shared_ray[0]},  # as driver.py, Ray's own
         capture_output=True, text=True, timeout=300,
@@ -234,7 +235,7 @@ def test_a_damaged_sweep_json_is_one_line_before_ray_starts(
     assert main(["--resume", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
-    assert err.startswith(f"python -m pong.sweep: error: {tmp_path}/sweep.json: ")
+    assert err.startswith(f"python -m pong sweep: error: {tmp_path}/sweep.json: ")
 
 
 def test_a_sweep_directory_has_one_owner(tmp_path) -> None:
@@ -242,7 +243,7 @@ def test_a_sweep_directory_has_one_owner(tmp_path) -> None:
     from pong.tools.sweep import owned
 
     with owned(Storage(tmp_path / "sweep"), creating=True):
-        with pytest.raises(UsageError, match=r"in use by python -m pong.sweep \(pid \d+ on "):
+        with pytest.raises(UsageError, match=r"in use by python -m pong sweep \(pid \d+ on "):
             with owned(Storage(tmp_path / "sweep"), creating=False):
                 pass
     with owned(Storage(tmp_path / "sweep"), creating=False):  # given up: another may own it
@@ -255,7 +256,7 @@ def test_a_stop_before_the_trials_start_ends_the_sweep_as_one_later(tmp_path) ->
     summary of trials not started, and the command that finishes it as the last line."""
     sweep = tmp_path / "sweep"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pong.sweep", *TOY, "--seeds", "1", "2", f"--sweep-dir={sweep}",
+        [sys.executable, "-m", "pong", "sweep", *TOY, "--seeds", "1", "2", f"--sweep-dir={sweep}",
          "--num-cpus=1"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -270,7 +271,7 @@ def test_a_stop_before_the_trials_start_ends_the_sweep_as_one_later(tmp_path) ->
     assert "| not started not started |" in out
     assert out.splitlines()[-1] == (
         "Stopped with 2 of 2 trials unfinished; continue with:"
-        f" {command('--resume', module='pong.sweep')} {sweep}"
+        f" {command('--resume', module='pong sweep')} {sweep}"
     )
 
 

@@ -1,0 +1,39 @@
+"""``python -m pong TOOL [ARGS]``: the tools that sweep, plot, compare and share runs."""
+
+from pong.run.stops import stop_while_loading
+
+if __name__ == "__main__":
+    stop_while_loading()  # a Ctrl-C while the tool (the sweep: Ray) loads is one line
+
+import importlib  # noqa: E402 (after the handler: no traceback)
+import sys  # noqa: E402
+
+from pong.run.errors import quiet_when_piped  # noqa: E402
+
+TOOLS = {  # each tool's module, whose ``main(argv)`` is the command
+    "sweep": ("pong.tools.sweep", "train runs with different settings as Ray Tune trials"),
+    "plot": ("pong.tools.plot", "draw runs' learning curves, or a policy's weights"),
+    "compare": ("pong.tools.compare", "a table of runs side by side"),
+    "metrics": ("pong.run.metrics", "summarize a run's metrics"),
+    "export": ("pong.tools.export", "write a run's policy as a small file to share"),
+    "convert": ("pong.tools.convert", "carry an earlier version's .npz file over to safetensors"),
+}
+USAGE = "usage: python -m pong TOOL [-h] [ARGS...]\n\ntools:\n" + "".join(
+    f"  {name:<9}{about}\n" for name, (_, about) in TOOLS.items()
+)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, end="", file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] not in TOOLS:
+        known = ", ".join(TOOLS)
+        print(f"python -m pong: error: no tool {argv[0]!r}; one of {known}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(TOOLS[argv[0]][0])
+    return module.main(argv[1:])
+
+
+if __name__ == "__main__":
+    quiet_when_piped(lambda: main(sys.argv[1:]), "python -m pong")
