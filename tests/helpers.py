@@ -213,6 +213,14 @@ def wait_for(predicate, proc: subprocess.Popen, seconds: float = 120) -> None:
         time.sleep(0.1)
 
 
+def catches(pid: int, sig: signal.Signals) -> bool:
+    """Whether process ``pid`` has a handler of its own for ``sig`` (its SigCgt mask): the sign
+    that a program is past Python's start and into its own code."""
+    with open(f"/proc/{pid}/status") as f:
+        [mask] = [line.split()[1] for line in f if line.startswith("SigCgt:")]
+    return bool(int(mask, 16) >> (sig - 1) & 1)
+
+
 def spawn_driver(args: list[str], env: dict[str, str], text: bool = True) -> subprocess.Popen:
     """``python driver.py ARGS`` from the repository root, started; stdout and stderr piped."""
     return subprocess.Popen(
