@@ -1,10 +1,10 @@
-"""The environments: Pong made with Gymnasium and ale-py (``make``), its seeded reset
-without reloading the ROM (``seeded_reset``), and a toy Pong learned in seconds (``toy``).
+"""The environments: Atari Pong (``make``, ``frames``, ``seeded_reset``) and a toy (``toy``).
 
-Importing ``pong.envs`` registers the toy with Gymnasium, as env packages do:
-``gymnasium.make("PongToy/Catch-v0")``.
+Importing ``pong.envs`` registers the toy, as env packages do: ``gymnasium.make(toy.ENV_ID)``.
 """
+
+import gymnasium as gym
 
 from pong.envs import toy
 
-toy.register()
+gym.register(id=toy.ENV_ID, entry_point=toy.Catch)

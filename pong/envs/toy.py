@@ -10,20 +10,15 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["ENV_ID", "Catch", "register"]
+__all__ = ["ENV_ID", "Catch"]
 
 ENV_ID = "PongToy/Catch-v0"
-BACKGROUND_RGB = (144, 72, 17)  # Pong's playing-field colour: erased by preprocessing
-BALL_RGB = (236, 236, 236)
-PADDLE_RGB = (92, 186, 92)
+BALL_RGB, PADDLE_RGB = (236, 236, 236), (92, 186, 92)  # Pong's colours
 CELLS = 80  # the 80 x 80 grid that preprocessing keeps (rows 35..194, every 2nd pixel)
-PADDLE_ROW = 77  # the cell row of the paddle
-PADDLE_COL = CELLS // 2  # the paddle's centre; it does not move
-PADDLE_HALF = 6  # the paddle covers PADDLE_COL - 6 .. PADDLE_COL + 6 (13 cells)
-STEER = 4  # cells an action moves the ball sideways
-FALL = 8  # cells the ball falls per step: a drop takes 10 steps
-# The empty frame, copied for each step: np.full with an RGB triple takes ~30x as long.
-EMPTY = np.full((210, 160, 3), BACKGROUND_RGB, np.uint8)
+PADDLE_ROW, PADDLE_COL, PADDLE_HALF = 77, CELLS // 2, 6  # it covers columns 34..46; it stays
+STEER, FALL = 4, 8  # cells a step moves the ball sideways (actions 2, 3) and down
+# The empty frame in Pong's field colour (which preprocessing erases), copied each step.
+EMPTY = np.full((210, 160, 3), (144, 72, 17), np.uint8)
 EMPTY.flags.writeable = False
 
 
@@ -33,8 +28,7 @@ class Catch(gym.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}  # Pong-v5's 60 Hz / frameskip 4
 
     def __init__(self, points: int = 5, render_mode: str | None = None) -> None:
-        self.points = points
-        self.render_mode = render_mode
+        self.points, self.render_mode = points, render_mode
         self.observation_space = gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)
         self.action_space = gym.spaces.Discrete(6)  # as Pong: 2 and 3 are the moves
 
@@ -65,9 +59,3 @@ class Catch(gym.Env):
         r, c = 35 + 2 * PADDLE_ROW, 2 * (PADDLE_COL - PADDLE_HALF)
         frame[r : r + 2, c : c + 2 * (2 * PADDLE_HALF + 1)] = PADDLE_RGB
         return frame
-
-
-def register() -> None:
-    """Make ``PongToy/Catch-v0`` known to ``gymnasium.make`` (idempotent)."""
-    if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point=Catch)
