@@ -17,9 +17,8 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="python -m pong export", description="Export a run's policy as a small file to share."
-    )
+    about = "Export a run's policy as a small file to share."
+    parser = OneLineParser(prog="python -m pong export", description=about)
     parser.add_argument(
         "checkpoint", type=nonempty_path, help="a checkpoint file or a run directory"
     )
@@ -27,26 +26,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         "output", type=nonempty_path, help="the policy file to write (.safetensors)"
     )
     args = parser.parse_args(argv)
-
-    if args.output.suffix != ".safetensors":
-        parser.error(f"argument output: must end in .safetensors, got {str(args.output)!r}")
-    if not args.output.parent.is_dir():
-        parser.refuse(f"argument output: no such directory {args.output.parent}")
-    if os.path.lexists(args.output):  # said before the loading; save_policy makes sure
-        parser.refuse(f"argument output: {args.output} exists; choose a new name")
+    output = args.output
+    if output.suffix != ".safetensors":
+        parser.error(f"argument output: must end in .safetensors, got {str(output)!r}")
+    if not output.parent.is_dir():
+        parser.refuse(f"argument output: no such directory {output.parent}")
+    if os.path.lexists(output):  # said before the loading; save_policy makes sure
+        parser.refuse(f"argument output: {output} exists; choose a new name")
     try:
         checkpoint = load(args.checkpoint, policy=True)
     except CheckpointError as e:
         parser.refuse(f"argument checkpoint: {e}")
     try:  # lands only if no file has the name, in one step: a second writer cannot win too
-        size = save_policy(args.output, checkpoint, replace=False)
+        size = save_policy(output, checkpoint, replace=False)
     except FileExistsError:
-        parser.refuse(f"{args.output} exists; choose a new name", status=1)
+        parser.refuse(f"{output} exists; choose a new name", status=1)
     except OSError as e:
-        parser.refuse(f"could not write {args.output}: {e.strerror or e}", status=1)
+        parser.refuse(f"could not write {output}: {e.strerror or e}", status=1)
     running = "-" if checkpoint.running_reward is None else f"{checkpoint.running_reward:.2f}"
     print(
-        f"Wrote {args.output} ({size / 1e6:.1f} MB): the float32 policy of update"
+        f"Wrote {output} ({size / 1e6:.1f} MB): the float32 policy of update"
         f" {checkpoint.iteration}, {checkpoint.episodes} episodes, running mean {running}"
     )
     return 0

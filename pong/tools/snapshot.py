@@ -19,10 +19,10 @@ __all__ = ["Snapshot", "take"]
 
 
 class Snapshot(NamedTuple):
-    """What the policy of one update looks like and plays like."""
+    """What the policy of one update looks like and plays like; the images' (height, width)."""
 
-    weights_png: bytes  # pong.tools.weights.picture as a PNG
-    weights_shape: tuple[int, int]  # its (height, width)
+    weights_png: bytes  # pong.tools.weights.picture
+    weights_shape: tuple[int, int]
     game_gif: bytes  # one game, every frame at half size
     game_shape: tuple[int, int]
     won: int
