@@ -1,10 +1,4 @@
-"""The environments: Atari Pong (``make``, ``frames``, ``seeded_reset``) and a toy (``toy``).
+"""The environments: Atari Pong (``make``, ``frames``, ``seeded_reset``) and a toy (``toy``),
+which importing ``pong.envs`` registers with Gymnasium, as env packages do."""
 
-Importing ``pong.envs`` registers the toy, as env packages do: ``gymnasium.make(toy.ENV_ID)``.
-"""
-
-import gymnasium as gym
-
-from pong.envs import toy
-
-gym.register(id=toy.ENV_ID, entry_point=toy.Catch)
+from pong.envs import toy  # noqa: F401 (registers the toy)

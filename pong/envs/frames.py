@@ -1,14 +1,9 @@
-"""The emulator's fast path to what the policy sees, for ale-py's Atari envs.
+"""The emulator's fast path to the frames the policy sees, for ale-py's Atari envs.
 
-``AleFrames`` is ``pong.core.preprocess.GymFrames``, faster: it makes ``AtariEnv.step``'s
-``ale.act`` calls itself and reads the screen as ALE keeps it, a palette index per pixel, with
-no RGB conversion and no wrappers. A pixel's colour is a function of its index, so
-``is_object`` is a 256-entry table over indices, learned from the RGB screen as each index
-first appears, and looked up only where an index changed. ``make_env`` offers it through
-``FastFrames`` where it is exact (``with_fast_frames``); elsewhere frames come through Gymnasium.
-"""
-
-from __future__ import annotations
+``AleFrames`` gives what ``pong.core.preprocess.GymFrames`` gives, faster: it steps ALE as
+``AtariEnv.step`` does and reads the screen as ALE keeps it, a palette index a pixel, with no
+RGB conversion and no wrappers. ``is_object`` becomes a table over palette indices, learned from
+the RGB screen as each index first appears, and looked up only where an index changed."""
 
 import gymnasium as gym
 import numpy as np
@@ -18,7 +13,7 @@ from pong.core.preprocess import FIELD, is_object
 __all__ = ["AleFrames", "FastFrames", "with_fast_frames"]
 
 UNKNOWN = 2  # table entry of a palette index not yet seen (known ones are 0 or 1)
-# Wrappers that change nothing a rollout sees when the emulator is stepped beneath them.
+# Wrappers that change nothing the policy sees when the emulator is stepped beneath them.
 PASSIVE_WRAPPERS = ("OrderEnforcing", "PassiveEnvChecker", "SeededReset")
 
 
@@ -28,11 +23,11 @@ class AleFrames:
     def __init__(self, env: gym.Env) -> None:
         self.env, self.atari, self.ale = env, env.unwrapped, env.unwrapped.ale
         self.screen = np.empty(self.ale.getScreenDims(), dtype=np.uint8)  # (210, 160) indices
-        self.table = np.full(256, UNKNOWN, dtype=np.uint8)  # palette index -> is_object
+        self.table = np.full(256, UNKNOWN, dtype=np.uint8)  # index -> is_object of its colour
         self.field = np.zeros(0, dtype=np.uint8)  # (D,) the last frame's palette indices
 
     def reset(self, seed: int | None = None) -> np.ndarray:
-        """Start a game (``env.reset``: seeding stays Gymnasium's); its first frame."""
+        """Start a game with ``env.reset``; its first frame."""
         self.env.reset(seed=seed)
         self.field = self._read_field()
         return self._look_up(slice(None)).view(bool)
@@ -42,9 +37,8 @@ class AleFrames:
         frameskip = self.atari._frameskip
         if not isinstance(frameskip, int):  # (low, high): drawn as AtariEnv draws it
             frameskip = self.atari.np_random.integers(*frameskip)
-        reward = 0.0
-        for _ in range(frameskip):
-            reward += self.ale.act(self.atari._action_set[action], 1.0)
+        action_index = self.atari._action_set[action]
+        reward = sum((self.ale.act(action_index, 1.0) for _ in range(frameskip)), 0.0)
         done = self.ale.game_over(with_truncation=False) or self.ale.game_truncated()
         before, self.field = self.field, self._read_field()
         candidates = (self.field != before).nonzero()[0]  # where the palette index changed
@@ -78,9 +72,7 @@ def with_fast_frames(env: gym.Env) -> gym.Env:
     wrapper but ``PASSIVE_WRAPPERS``, with RGB observations, discrete actions, no sound and no
     colour averaging (which blends two frames: a colour is no longer a function of an index)."""
     atari = env
-    while isinstance(atari, gym.Wrapper):
-        if type(atari).__name__ not in PASSIVE_WRAPPERS:
-            return env
+    while type(atari).__name__ in PASSIVE_WRAPPERS:
         atari = atari.env
     from ale_py.env import AtariEnv
 

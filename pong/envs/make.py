@@ -1,7 +1,5 @@
 """Making the Atari Pong environment with Gymnasium and ale-py."""
 
-from __future__ import annotations
-
 import functools
 import warnings
 from collections.abc import Callable

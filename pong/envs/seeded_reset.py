@@ -2,10 +2,8 @@
 
 Every game is seeded, and ale-py's ``reset(seed=s)`` reloads the ROM (many times an unseeded
 reset's cost: ``benchmarks/README.md``) only to restart ALE's sticky-action generator, an
-mt19937 saved as text in the state. ``SeededReset`` resets unseeded and restores that state
-with ``s``'s generator written in, once a seeded reset made both ways gave the same result."""
-
-from __future__ import annotations
+mt19937 kept as text in the state. ``SeededReset`` resets unseeded and restores that state with
+``s``'s generator written in, once a seeded reset made both ways gave the same result."""
 
 import contextlib
 import itertools
@@ -23,14 +21,12 @@ Reset = tuple[np.ndarray, dict[str, Any]]
 
 
 def mt19937_text(seed: int) -> bytes:
-    """``std::mt19937(seed)`` as C++'s ``operator<<`` writes it: 624 words, then its position
-    (NumPy's legacy generator is seeded by the same recurrence)."""
+    """``std::mt19937(seed)``, as NumPy's legacy generator is seeded, as C++'s ``<<`` writes it."""
     _, words, position, *_ = np.random.RandomState(int(seed) & 0xFFFFFFFF).get_state()
-    return " ".join(map(str, [*words.tolist(), position])).encode()
+    return " ".join(map(str, [*words.tolist(), position])).encode()  # 624 words, position
 
 
-def _sized(data: bytes) -> bytes:
-    """``data`` as ALE writes a string: its length first."""
+def _sized(data: bytes) -> bytes:  # as ALE writes a string: its length first
     return INT.pack(len(data)) + data
 
 
@@ -43,7 +39,7 @@ class Template(NamedTuple):
     trailer: bytes
 
     @classmethod
-    def cut(cls, state: bytes, ale_seed: int) -> Template | None:
+    def cut(cls, state: bytes, ale_seed: int) -> "Template | None":
         """``state``, left by a reset seeded with ``ale_seed``, cut (None: not of that shape)."""
         rng, emulator = _sized(mt19937_text(ale_seed)), state[HEADER + INT.size : -TRAILER]
         if not emulator.endswith(rng) or state[HEADER:] != _sized(emulator) + state[-TRAILER:]:
@@ -57,8 +53,8 @@ class Template(NamedTuple):
 
 
 class SeededReset(gym.Wrapper):
-    """An ale-py env whose ``reset(seed=...)`` restores a state instead of loading the ROM, once
-    checked to give ale-py's reset exactly (ALE settings changed after that are not re-applied)."""
+    """An ale-py env whose seeded resets restore a state, once checked to be ale-py's reset
+    exactly (ALE settings changed after that check are not re-applied)."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
@@ -72,8 +68,7 @@ class SeededReset(gym.Wrapper):
 
     def _check(self, seed: int, options: dict[str, Any] | None) -> Reset:
         """``reset(seed=seed)`` the quick way and ale-py's, compared; ale-py's is kept. The
-        template's ALE seed is on the other side of 2**31 from ``seed``'s, so that both
-        readings of it, signed and unsigned, are checked."""
+        template's ALE seed is on the other side of 2**31: both readings, signed and unsigned."""
         atari = self.env.unwrapped
         gym.Env.reset(atari, seed=seed)  # a seed ale-py refuses is refused before anything
         other = next(s for s in itertools.count() if _high(s) != _high(seed))
@@ -103,6 +98,5 @@ def _state(atari: gym.Env) -> bytes:
     return atari.ale.cloneState(include_rng=True).serialize()
 
 
-def _high(seed: int) -> bool:
-    """Whether the ALE seed ale-py derives from ``seed`` is 2**31 or more."""
+def _high(seed: int) -> bool:  # whether ``seed``'s ALE seed (``AtariEnv.seed_game``) is >= 2**31
     return int(np.random.SeedSequence(seed).generate_state(2)[1]) >= 2**31

@@ -1,11 +1,9 @@
 """A toy env with Pong's frames, actions and rewards, that a policy learns in a minute.
 
 ``PongToy/Catch-v0``: a ball falls from a random column toward a paddle in the middle of the
-bottom row; actions 2 and 3 push it a step left or right as it falls; a catch is +1, a miss
--1. On Pong's frames, a correct learner steers by the ball's side within a few hundred games,
-a broken one (gradient sign, preprocessing, update) does not; a random policy catches 1 in 6."""
-
-from __future__ import annotations
+bottom row; actions 2 and 3 push it left or right as it falls; a catch is +1, a miss -1. A
+correct learner steers by the ball's side within a few hundred games, a broken one (gradient
+sign, preprocessing, update) does not; a random policy catches 1 in 6."""
 
 import gymnasium as gym
 import numpy as np
@@ -13,13 +11,11 @@ import numpy as np
 __all__ = ["ENV_ID", "Catch"]
 
 ENV_ID = "PongToy/Catch-v0"
-BALL_RGB, PADDLE_RGB = (236, 236, 236), (92, 186, 92)  # Pong's colours
 CELLS = 80  # the 80 x 80 grid that preprocessing keeps (rows 35..194, every 2nd pixel)
-PADDLE_ROW, PADDLE_COL, PADDLE_HALF = 77, CELLS // 2, 6  # it covers columns 34..46; it stays
-STEER, FALL = 4, 8  # cells a step moves the ball sideways (actions 2, 3) and down
-# The empty frame in Pong's field colour (which preprocessing erases), copied each step.
-EMPTY = np.full((210, 160, 3), (144, 72, 17), np.uint8)
-EMPTY.flags.writeable = False
+PADDLE_ROW, PADDLE_COL, PADDLE_HALF = 77, CELLS // 2, 6  # the paddle spans 13 cells, still
+STEER, FALL = 4, 8  # cells a step moves the ball: sideways (actions 2, 3) and down
+EMPTY = np.full((210, 160, 3), (144, 72, 17), np.uint8)  # Pong's field, erased by preprocessing
+EMPTY.flags.writeable = False  # copied for each frame: np.full with a colour is ~30x slower
 
 
 class Catch(gym.Env):
@@ -54,8 +50,11 @@ class Catch(gym.Env):
 
     def render(self) -> np.ndarray:
         frame = EMPTY.copy()
-        r, c = 35 + 2 * self.ball_row, 2 * self.ball_col
-        frame[r : r + 2, c : c + 2] = BALL_RGB
-        r, c = 35 + 2 * PADDLE_ROW, 2 * (PADDLE_COL - PADDLE_HALF)
-        frame[r : r + 2, c : c + 2 * (2 * PADDLE_HALF + 1)] = PADDLE_RGB
+        row, col = 35 + 2 * self.ball_row, 2 * self.ball_col
+        frame[row : row + 2, col : col + 2] = (236, 236, 236)  # the ball
+        row, col = 35 + 2 * PADDLE_ROW, 2 * (PADDLE_COL - PADDLE_HALF)
+        frame[row : row + 2, col : col + 4 * PADDLE_HALF + 2] = (92, 186, 92)  # the paddle
         return frame
+
+
+gym.register(id=ENV_ID, entry_point=Catch)  # gymnasium.make(ENV_ID) once pong.envs is imported

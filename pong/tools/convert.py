@@ -5,8 +5,6 @@ and members bounded first), checks it as any checkpoint, and writes the same num
 (``checkpoint.npz`` becomes the ``checkpoint.safetensors`` that ``--resume`` reads).
 """
 
-from __future__ import annotations
-
 import json
 import zipfile
 from collections.abc import Sequence
@@ -75,15 +73,9 @@ def _metadata(meta: dict) -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     about = "Convert a checkpoint or policy file of an earlier version (.npz) to safetensors."
     parser = OneLineParser(prog="python -m pong convert", description=about)
-    parser.add_argument(
-        "old", type=nonempty_path, help="the .npz file (a checkpoint or a policy file)"
-    )
-    parser.add_argument(
-        "new",
-        type=nonempty_path,
-        nargs="?",
-        help="the file to write (default: OLD with .safetensors)",
-    )
+    parser.add_argument("old", type=nonempty_path, help="the .npz file: checkpoint or policy")
+    default = "(default: OLD with .safetensors)"
+    parser.add_argument("new", type=nonempty_path, nargs="?", help=f"the file to write {default}")
     args = parser.parse_args(argv)
     new = args.new or args.old.with_suffix(".safetensors")
     if new.suffix != ".safetensors":

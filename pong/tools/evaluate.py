@@ -1,7 +1,5 @@
 """Watching a trained policy: play games with it, print the scores, maybe record them."""
 
-from __future__ import annotations
-
 import os
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -26,18 +24,18 @@ say = partial(print, flush=True)  # each line as it happens, even into a pipe
 
 
 def play_games(
-    model: Model, env_id: str, episodes: int, seed: int, on_frame: Callable | None = None
+    model: Model, env_id: str, games: int, seed: int, on_frame: Callable | None = None
 ) -> Iterator[Score]:
-    """Play ``episodes`` games, sampling actions as in training; yield each ``Score`` as it ends.
+    """Play ``games`` games, sampling actions as in training; yield each ``Score`` as it ends.
     Game ``i`` is seeded with ``seed + i``, env reset and action draws alike, so two policies
-    meet the same games, and ``seed=seed + i, episodes=1`` plays game ``i`` again. ``on_frame``
-    is handed every frame (by a wrapper: the rollout then reads frames through Gymnasium)."""
+    meet the same games, and ``seed=seed + i, games=1`` plays game ``i`` again. ``on_frame`` is
+    handed every frame, by a wrapper (so ``rollout`` reads the frames through Gymnasium)."""
     env = make_env(env_id)
-    if on_frame is not None:  # on_frame returns None
+    if on_frame is not None:  # (on_frame returns None)
         env = gym.wrappers.TransformObservation(env, lambda frame: on_frame(frame) or frame, None)
     with env:  # closed however the games end
-        for game in range(seed, seed + episodes):
-            rewards = rollout(model, env, np.random.default_rng(game), seed=game).epr
+        for game_seed in range(seed, seed + games):
+            rewards = rollout(model, env, np.random.default_rng(game_seed), seed=game_seed).epr
             yield int((rewards > 0).sum()), int((rewards < 0).sum()), len(rewards)
 
 
@@ -45,21 +43,19 @@ def evaluate(options: Evaluation, env_id: str | None = None, seed: int | None = 
     """``--evaluate``: play games with a saved policy, print each score, maybe record them."""
     try:
         checkpoint = load(options.evaluate, policy=True)
+        check_env(env_id or checkpoint.config.env)
     except CheckpointError as e:
         raise UsageError(f"--evaluate: {e}") from None
-    trained_on, record, episodes = checkpoint.config.env, options.record, options.episodes
-    try:
-        check_env(env_id or trained_on)
     except ValueError as e:  # the policy's own env may have been edited into its file
         flag = "--env" if env_id else f"--evaluate: {options.evaluate}: env"
         raise UsageError(f"{flag}: {e}") from None
-    env_id = env_id or trained_on
+    trained_on, record, episodes = checkpoint.config.env, options.record, options.episodes
+    env_id, seed = env_id or trained_on, fresh_seed() if seed is None else seed
     if record is not None and not record.parent.is_dir():  # said before the games, not after
         raise UsageError(f"--record: no such directory {record.parent}")
     if record is not None and (record.is_dir() or not os.access(record.parent, os.W_OK)):
         why = "is a directory" if record.is_dir() else "cannot be written here"
         raise UsageError(f"--record: {record} {why}")
-    seed = fresh_seed() if seed is None else seed
     say(
         f"Playing {episodes} game{'s' * (episodes != 1)} of {env_id} with the policy of"
         f" {options.evaluate} (update {checkpoint.iteration}), seed {seed}"

@@ -4,8 +4,6 @@ The float32 weights alone (5 MB, not a checkpoint's 20) and the run's counters a
 as safetensors; ``driver.py --evaluate`` plays it and ``--start-from`` trains it further.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Sequence
 
@@ -19,12 +17,8 @@ __all__ = ["main"]
 def main(argv: Sequence[str] | None = None) -> int:
     about = "Export a run's policy as a small file to share."
     parser = OneLineParser(prog="python -m pong export", description=about)
-    parser.add_argument(
-        "checkpoint", type=nonempty_path, help="a checkpoint file or a run directory"
-    )
-    parser.add_argument(
-        "output", type=nonempty_path, help="the policy file to write (.safetensors)"
-    )
+    parser.add_argument("checkpoint", type=nonempty_path, help="a checkpoint or a run directory")
+    parser.add_argument("output", type=nonempty_path, help="the .safetensors file to write")
     args = parser.parse_args(argv)
     output = args.output
     if output.suffix != ".safetensors":
@@ -46,6 +40,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     running = "-" if checkpoint.running_reward is None else f"{checkpoint.running_reward:.2f}"
     print(
         f"Wrote {output} ({size / 1e6:.1f} MB): the float32 policy of update"
-        f" {checkpoint.iteration}, {checkpoint.episodes} episodes, running mean {running}"
+        f" {checkpoint.iteration}, {checkpoint.episodes} games, running mean {running}"
     )
     return 0

@@ -1,10 +1,7 @@
 """An animated GIF written frame by frame: recording 1 game or 100 takes the same memory.
 
-Pillow's writer holds every frame until it saves; this one writes each as it comes, as the
-rectangle that changed with its own palette, keeping only the frame on screen.
-"""
-
-from __future__ import annotations
+Pillow's writer holds every frame until it saves; this one writes each as it comes (the
+rectangle that changed, with its own palette), keeping only the frame on screen."""
 
 import struct
 from typing import IO
@@ -22,7 +19,7 @@ class GifWriter:
     def __init__(self, file: IO[bytes], frame_seconds: float) -> None:
         self.file, self.frame_seconds = file, frame_seconds
         self.shown: np.ndarray | None = None  # the frame on screen, as 0xRRGGBB
-        self.pending: tuple[Image.Image, tuple[int, int]] | None = None  # a changed rectangle
+        self.pending: tuple[Image.Image, tuple[int, int]] | None = None  # its rectangle, offset
         self.frames = self.written_until = 0  # frames added; those whose time is in the file
 
     def add(self, frame: np.ndarray) -> None:
@@ -33,14 +30,17 @@ class GifWriter:
             height, width = packed.shape
             self.file.write(b"GIF89a" + struct.pack("<HHBBB", width, height, 0, 0, 0))
             self.file.write(b"!\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00")
-            changed = np.ones(packed.shape, bool)
-        else:
-            changed = packed != self.shown
+        changed = packed != self.shown if self.shown is not None else np.ones(packed.shape, bool)
         if changed.any():
             self._flush()
             rows, cols = np.flatnonzero(changed.any(1)), np.flatnonzero(changed.any(0))
             box = packed[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1]
-            self.pending = (_paletted(box), (int(cols[0]), int(rows[0])))
+            colours, inverse = np.unique(box, return_inverse=True)  # its palette
+            if len(colours) > 256:
+                raise ValueError("a GIF frame can hold at most 256 colours")
+            image = Image.fromarray(inverse.reshape(box.shape).astype(np.uint8))
+            image.putpalette((colours[:, None] >> [16, 8, 0]).astype(np.uint8).tobytes())
+            self.pending = (image, (int(cols[0]), int(rows[0])))
         self.shown = packed
         self.frames += 1
 
@@ -63,13 +63,3 @@ class GifWriter:
         for chunk in GifImagePlugin.getdata(image, offset, **params):
             self.file.write(chunk)
         self.written_until, self.pending = self.frames, None
-
-
-def _paletted(packed: np.ndarray) -> Image.Image:
-    """0xRRGGBB pixels as a palette image of their colours."""
-    colours, inverse = np.unique(packed, return_inverse=True)
-    if len(colours) > 256:
-        raise ValueError("a GIF frame can hold at most 256 colours")
-    image = Image.fromarray(inverse.reshape(packed.shape).astype(np.uint8))
-    image.putpalette(colours.astype(">u4").view(np.uint8).reshape(-1, 4)[:, 1:].tobytes())
-    return image

@@ -1,11 +1,5 @@
-"""Watching a run improve: every ``--watch-every`` updates, the weights and a game of the policy.
-
-As CleanRL's ``--capture-video``, the driver draws ``W1`` and plays one game (seeded by the
-update, half size) in its own process, and keeps both in TensorBoard (``watch/weights``,
-``watch/game``) and as ``RUN_DIR/watch/weights-UPDATE.png`` and ``game-UPDATE.gif``.
-"""
-
-from __future__ import annotations
+"""Watching a run improve: every ``--watch-every`` updates, the weights and a game of the policy,
+which the run keeps in TensorBoard and ``RUN_DIR/watch/`` (as CleanRL's ``--capture-video``)."""
 
 import io
 from typing import NamedTuple

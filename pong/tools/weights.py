@@ -8,8 +8,6 @@ where a ball or paddle pixel arriving raises its activation, black where it lowe
 (809, 1619)
 """
 
-from __future__ import annotations
-
 from typing import IO
 
 import numpy as np
