@@ -30,7 +30,7 @@ class AleFrames:
         """Start a game with ``env.reset``; its first frame."""
         self.env.reset(seed=seed)
         self.field = self._read_field()
-        return self._look_up(slice(None)).view(bool)
+        return self._look_up(self.field, slice(None)).view(bool)
 
     def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
         """``GymFrames.step``: the body of ``AtariEnv.step``, then only the pixels that changed."""
@@ -42,7 +42,7 @@ class AleFrames:
         done = self.ale.game_over(with_truncation=False) or self.ale.game_truncated()
         before, self.field = self.field, self._read_field()
         candidates = (self.field != before).nonzero()[0]  # where the palette index changed
-        now = self._look_up(candidates)
+        now = self._look_up(self.field, candidates)
         moved = now != self.table.take(before[candidates])  # the boolean changed too
         return candidates[moved], now[moved].view(bool), reward, bool(done)
 
@@ -51,12 +51,13 @@ class AleFrames:
         self.ale.getScreen(self.screen)
         return np.ascontiguousarray(self.screen[FIELD]).ravel()
 
-    def _look_up(self, pixels: slice | np.ndarray) -> np.ndarray:
-        """``is_object`` of the field at ``pixels``, as 0 or 1; new colours are learned first."""
-        found = self.table.take(self.field[pixels])
+    def _look_up(self, field: np.ndarray, pixels: slice | np.ndarray) -> np.ndarray:
+        """``is_object`` of ``field`` (the screen's) at ``pixels``, as 0 or 1; new colours first
+        learned from the RGB screen."""
+        found = self.table.take(field[pixels])
         if found.size and found.max() == UNKNOWN:  # (max's initial= costs more than this)
-            self.table[self.field] = is_object(self.ale.getScreenRGB()[FIELD][..., 0]).ravel()
-            found = self.table.take(self.field[pixels])
+            self.table[field] = is_object(self.ale.getScreenRGB()[FIELD][..., 0]).ravel()
+            found = self.table.take(field[pixels])
         return found
 
 
