@@ -1,9 +1,8 @@
 """The emulator's fast path to the frames the policy sees, for ale-py's Atari envs.
 
-``AleFrames`` gives what ``pong.core.preprocess.GymFrames`` gives, faster: it steps ALE as
-``AtariEnv.step`` does and reads the screen as ALE keeps it, a palette index a pixel, with no
-RGB conversion and no wrappers. ``is_object`` becomes a table over palette indices, learned from
-the RGB screen as each index first appears, and looked up only where an index changed."""
+``AleFrames`` is ``pong.core.preprocess.GymFrames`` without RGB conversion or wrappers: it steps
+ALE as ``AtariEnv.step`` does and reads palette indices, ``is_object`` a table over them, learned
+from the RGB screen as each index first appears and looked up only where an index changed."""
 
 import gymnasium as gym
 import numpy as np
@@ -52,8 +51,7 @@ class AleFrames:
         return np.ascontiguousarray(self.screen[FIELD]).ravel()
 
     def _look_up(self, field: np.ndarray, pixels: slice | np.ndarray) -> np.ndarray:
-        """``is_object`` of ``field`` (the screen's) at ``pixels``, as 0 or 1; new colours first
-        learned from the RGB screen."""
+        """``is_object`` of ``field`` (the screen's) at ``pixels``, 0 or 1; new colours learned."""
         found = self.table.take(field[pixels])
         if found.size and found.max() == UNKNOWN:  # (max's initial= costs more than this)
             self.table[field] = is_object(self.ale.getScreenRGB()[FIELD][..., 0]).ravel()
@@ -69,9 +67,9 @@ class FastFrames(gym.Wrapper):
 
 
 def with_fast_frames(env: gym.Env) -> gym.Env:
-    """``FastFrames(env)`` where ``AleFrames`` is exact, else ``env``: an ``AtariEnv`` under no
-    wrapper but ``PASSIVE_WRAPPERS``, with RGB observations, discrete actions, no sound and no
-    colour averaging (which blends two frames: a colour is no longer a function of an index)."""
+    """``FastFrames(env)`` where ``AleFrames`` is exact, else ``env``: an ``AtariEnv`` under
+    ``PASSIVE_WRAPPERS`` alone, RGB, discrete, silent, with no colour averaging (which blends
+    two frames: a colour would no longer be a function of an index)."""
     atari = env
     while type(atari).__name__ in PASSIVE_WRAPPERS:
         atari = atari.env

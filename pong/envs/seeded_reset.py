@@ -1,9 +1,8 @@
 """A seeded reset of an ale-py env without reloading the ROM: the same state, far sooner.
 
-Every game is seeded, and ale-py's ``reset(seed=s)`` reloads the ROM (many times an unseeded
-reset's cost: ``benchmarks/README.md``) only to restart ALE's sticky-action generator, an
-mt19937 kept as text in the state. ``SeededReset`` resets unseeded and restores that state with
-``s``'s generator written in, once a seeded reset made both ways gave the same result."""
+Every game is seeded, and ale-py's ``reset(seed=s)`` reloads the ROM (``benchmarks/README.md``)
+only to restart ALE's sticky-action generator, an mt19937 kept as text in the state; this resets
+unseeded and writes ``s``'s generator into the state, once the two ways agreed."""
 
 import contextlib
 import itertools

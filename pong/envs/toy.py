@@ -1,9 +1,8 @@
 """A toy env with Pong's frames, actions and rewards, that a policy learns in a minute.
 
 ``PongToy/Catch-v0``: a ball falls from a random column toward a paddle in the middle of the
-bottom row; actions 2 and 3 push it left or right as it falls; a catch is +1, a miss -1. A
-correct learner steers by the ball's side within a few hundred games, a broken one (gradient
-sign, preprocessing, update) does not; a random policy catches 1 in 6."""
+bottom row; actions 2 and 3 push it left or right; a catch is +1, a miss -1. A correct learner
+steers by the ball's side within a few hundred games, a broken one does not."""
 
 import gymnasium as gym
 import numpy as np
@@ -12,7 +11,7 @@ __all__ = ["ENV_ID", "Catch"]
 
 ENV_ID = "PongToy/Catch-v0"
 CELLS = 80  # the 80 x 80 grid that preprocessing keeps (rows 35..194, every 2nd pixel)
-PADDLE_ROW, PADDLE_COL, PADDLE_HALF = 77, CELLS // 2, 6  # the paddle spans 13 cells, still
+PADDLE_ROW, PADDLE_COL, PADDLE_HALF = 77, CELLS // 2, 6  # the paddle: 13 cells; it never moves
 STEER, FALL = 4, 8  # cells a step moves the ball: sideways (actions 2, 3) and down
 EMPTY = np.full((210, 160, 3), (144, 72, 17), np.uint8)  # Pong's field, erased by preprocessing
 EMPTY.flags.writeable = False  # copied for each frame: np.full with a colour is ~30x slower

@@ -2,8 +2,7 @@
 
 ``python -m pong convert OLD.npz [NEW.safetensors]`` reads it with NumPy (no pickles; its size
 and members bounded first), checks it as any checkpoint, and writes the same numbers beside it
-(``checkpoint.npz`` becomes the ``checkpoint.safetensors`` that ``--resume`` reads).
-"""
+(``checkpoint.npz`` becomes the ``checkpoint.safetensors`` that ``--resume`` reads)."""
 
 import json
 import zipfile

@@ -1,8 +1,7 @@
 """Export a run's policy as a small file to share: ``python -m pong export RUN OUT.safetensors``.
 
-The float32 weights alone (5 MB, not a checkpoint's 20) and the run's counters and settings,
-as safetensors; ``driver.py --evaluate`` plays it and ``--start-from`` trains it further.
-"""
+The float32 weights alone (5 MB, not a checkpoint's 20) with the run's counters and settings;
+``driver.py --evaluate`` plays it and ``--start-from`` trains it further."""
 
 import os
 from collections.abc import Sequence
