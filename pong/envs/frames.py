@@ -6,6 +6,7 @@ from the RGB screen as each index first appears and looked up only where an inde
 
 import gymnasium as gym
 import numpy as np
+from ale_py.env import AtariEnv
 
 from pong.core.preprocess import FIELD, is_object
 
@@ -73,8 +74,6 @@ def with_fast_frames(env: gym.Env) -> gym.Env:
     atari = env
     while type(atari).__name__ in PASSIVE_WRAPPERS:
         atari = atari.env
-    from ale_py.env import AtariEnv
-
     if not isinstance(atari, AtariEnv) or atari._obs_type != "rgb" or atari.continuous:
         return env
     if getattr(atari, "sound_obs", False) or atari.ale.getBool("color_averaging"):

@@ -4,6 +4,7 @@ import functools
 import warnings
 from collections.abc import Callable
 
+import ale_py
 import gymnasium as gym
 
 from pong.envs import toy
@@ -32,8 +33,6 @@ def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:
     """The env ``env_id`` (``check_id`` first); an Atari env wrapped in ``SeededReset`` (seeded
     resets without reloading the ROM) and ``FastFrames`` (frames read from the emulator)."""
     check_id(env_id)
-    import ale_py
-
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # one banner per worker: noise
     gym.register_envs(ale_py)  # Gymnasium 1.x no longer discovers plugins
     with warnings.catch_warnings():  # Pong-v0 is the 2016 program's id: used on purpose

@@ -9,6 +9,7 @@ import itertools
 import struct
 from typing import Any, NamedTuple
 
+import ale_py
 import gymnasium as gym
 import numpy as np
 
@@ -83,8 +84,6 @@ class SeededReset(gym.Wrapper):
 
     def _restore(self, seed: int, options: dict[str, Any] | None) -> Reset:
         """``reset(seed=seed)`` as the emulator's unseeded reset and a restored state."""
-        import ale_py
-
         atari = self.env.unwrapped
         gym.Env.reset(atari, seed=seed)  # as ale-py's: checks the seed, sets np_random_seed
         self.env.reset(options=options)  # for what the state does not hold: the last action
