@@ -1,10 +1,4 @@
-"""The environments: Pong made with Gymnasium and ale-py (``make``), its seeded reset
-without reloading the ROM (``seeded_reset``), and a toy Pong learned in seconds (``toy``).
+"""The environments: Atari Pong (``make``, ``frames``, ``seeded_reset``) and a toy (``toy``),
+which importing ``pong.envs`` registers with Gymnasium, as env packages do."""
 
-Importing ``pong.envs`` registers the toy with Gymnasium, as env packages do:
-``gymnasium.make("PongToy/Catch-v0")``.
-"""
-
-from pong.envs import toy
-
-toy.register()
+from pong.envs import toy  # noqa: F401 (registers the toy)

@@ -1,79 +1,49 @@
-"""The emulator's fast path to what the policy sees, for ale-py's Atari envs.
+"""The emulator's fast path to the frames the policy sees, for ale-py's Atari envs.
 
-``pong.core.preprocess.GymFrames`` calls ``env.reset``/``env.step``, binarizes the
-RGB observation and compares it with the last one. ``AleFrames`` gives the same
-changes, rewards and game ends faster. It does what ``AtariEnv.step`` does (the same
-``ale.act`` calls with the same frameskip, and sticky actions inside ALE), then reads
-the screen as ALE stores it: one palette index per pixel. That skips converting all
-100,800 bytes to RGB (a noticeable part of each step) and the Python of the
-Gymnasium wrappers. A pixel's colour is a fixed function of its palette index, so
-``binarize``'s test "is the red channel a background colour" is a 256-entry table
-over palette indices. The table is filled from the real RGB screen the first time
-each index appears, so no palette is written down here. And since a pixel's boolean
-can only change where its palette index did, the table is looked up at those few
-pixels only.
-
-``with_fast_frames(env)`` wraps an env for which this is exact in ``FastFrames``,
-whose ``fast_frames()`` the rollout takes (``pong.core.preprocess.frames_of``);
-``pong.envs.make.make_env`` does it. Everywhere else (the toy env, recording
-wrappers, colour averaging) the rollout reads frames through Gymnasium.
-"""
-
-from __future__ import annotations
+``AleFrames`` is ``pong.core.preprocess.GymFrames`` without RGB conversion or wrappers: it steps
+ALE as ``AtariEnv.step`` does and reads palette indices, ``is_object`` a table over them, learned
+from the RGB screen as each index first appears and looked up only where an index changed."""
 
 import gymnasium as gym
 import numpy as np
+from ale_py.env import AtariEnv
 
 from pong.core.preprocess import FIELD, is_object
 
 __all__ = ["AleFrames", "FastFrames", "with_fast_frames"]
 
 UNKNOWN = 2  # table entry of a palette index not yet seen (known ones are 0 or 1)
-
-# Wrappers that ``gym.make`` adds and that only check the API, and ``make_env``'s
-# quicker seeded reset (the same state): stepping the emulator underneath them
-# changes nothing a rollout sees.
+# Wrappers that change nothing the policy sees when the emulator is stepped beneath them.
 PASSIVE_WRAPPERS = ("OrderEnforcing", "PassiveEnvChecker", "SeededReset")
 
 
 class AleFrames:
-    """``GymFrames`` for an ale-py ``AtariEnv``, read straight from the emulator.
-
-    Use ``with_fast_frames``, which checks that ``env`` is one this is exact for.
-    """
+    """``GymFrames`` for an ale-py ``AtariEnv``, read straight from the emulator."""
 
     def __init__(self, env: gym.Env) -> None:
-        self.env = env
-        self.atari = env.unwrapped
-        self.ale = self.atari.ale
+        self.env, self.atari, self.ale = env, env.unwrapped, env.unwrapped.ale
         self.screen = np.empty(self.ale.getScreenDims(), dtype=np.uint8)  # (210, 160) indices
-        self.table = np.full(256, UNKNOWN, dtype=np.uint8)  # palette index -> is_object
+        self.table = np.full(256, UNKNOWN, dtype=np.uint8)  # index -> is_object of its colour
         self.field = np.zeros(0, dtype=np.uint8)  # (D,) the last frame's palette indices
 
     def reset(self, seed: int | None = None) -> np.ndarray:
-        """Start a game (``env.reset``: seeding stays Gymnasium's); its first frame."""
+        """Start a game with ``env.reset``; its first frame."""
         self.env.reset(seed=seed)
-        field = self._read_field()
-        frame = self._look_up(field, slice(None))
-        self.field = field  # every palette index in it is in the table from here on
-        return frame.view(bool)
+        self.field = self._read_field()
+        return self._look_up(self.field, slice(None)).view(bool)
 
     def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
         """``GymFrames.step``: the body of ``AtariEnv.step``, then only the pixels that changed."""
         frameskip = self.atari._frameskip
         if not isinstance(frameskip, int):  # (low, high): drawn as AtariEnv draws it
             frameskip = self.atari.np_random.integers(*frameskip)
-        action_idx = self.atari._action_set[action]
-        reward = 0.0
-        for _ in range(frameskip):
-            reward += self.ale.act(action_idx, 1.0)
+        action_index = self.atari._action_set[action]
+        reward = sum((self.ale.act(action_index, 1.0) for _ in range(frameskip)), 0.0)
         done = self.ale.game_over(with_truncation=False) or self.ale.game_truncated()
-
-        field = self._read_field()
-        candidates = (field != self.field).nonzero()[0]  # where the palette index changed
-        now = self._look_up(field, candidates)
-        moved = now != self.table.take(self.field[candidates])  # the boolean changed too
-        self.field = field
+        before, self.field = self.field, self._read_field()
+        candidates = (self.field != before).nonzero()[0]  # where the palette index changed
+        now = self._look_up(self.field, candidates)
+        moved = now != self.table.take(before[candidates])  # the boolean changed too
         return candidates[moved], now[moved].view(bool), reward, bool(done)
 
     def _read_field(self) -> np.ndarray:
@@ -82,10 +52,7 @@ class AleFrames:
         return np.ascontiguousarray(self.screen[FIELD]).ravel()
 
     def _look_up(self, field: np.ndarray, pixels: slice | np.ndarray) -> np.ndarray:
-        """``is_object`` of ``field`` (the current screen's) at ``pixels``, as 0 or 1 (uint8).
-
-        A colour not seen before is learned first, from the current RGB screen.
-        """
+        """``is_object`` of ``field`` (the screen's) at ``pixels``, 0 or 1; new colours learned."""
         found = self.table.take(field[pixels])
         if found.size and found.max() == UNKNOWN:  # (max's initial= costs more than this)
             self.table[field] = is_object(self.ale.getScreenRGB()[FIELD][..., 0]).ravel()
@@ -101,27 +68,14 @@ class FastFrames(gym.Wrapper):
 
 
 def with_fast_frames(env: gym.Env) -> gym.Env:
-    """``FastFrames(env)`` when ``AleFrames`` is exact for ``env``, else ``env``.
-
-    Exact means: an ale-py ``AtariEnv`` with RGB observations, discrete
-    actions, no sound and no colour averaging (which blends two frames, so a
-    pixel's colour is no longer a function of its palette index), under no
-    wrapper but Gymnasium's API checks.
-    """
-    wrapper = env
-    while isinstance(wrapper, gym.Wrapper):
-        if type(wrapper).__name__ not in PASSIVE_WRAPPERS:
-            return env
-        wrapper = wrapper.env
-    from ale_py.env import AtariEnv
-
-    exact = (
-        isinstance(wrapper, AtariEnv)
-        and getattr(wrapper, "_obs_type", None) == "rgb"
-        and getattr(wrapper, "continuous", True) is False
-        and not getattr(wrapper, "sound_obs", False)
-        and isinstance(getattr(wrapper, "_frameskip", None), (int, tuple))
-        and hasattr(wrapper, "_action_set")
-        and not wrapper.ale.getBool("color_averaging")
-    )
-    return FastFrames(env) if exact else env
+    """``FastFrames(env)`` where ``AleFrames`` is exact, else ``env``: an ``AtariEnv`` under
+    ``PASSIVE_WRAPPERS`` alone, RGB, discrete, silent, with no colour averaging (which blends
+    two frames: a colour would no longer be a function of an index)."""
+    atari = env
+    while type(atari).__name__ in PASSIVE_WRAPPERS:
+        atari = atari.env
+    if not isinstance(atari, AtariEnv) or atari._obs_type != "rgb" or atari.continuous:
+        return env
+    if getattr(atari, "sound_obs", False) or atari.ale.getBool("color_averaging"):
+        return env
+    return FastFrames(env)

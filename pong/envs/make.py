@@ -1,11 +1,10 @@
 """Making the Atari Pong environment with Gymnasium and ale-py."""
 
-from __future__ import annotations
-
 import functools
 import warnings
 from collections.abc import Callable
 
+import ale_py
 import gymnasium as gym
 
 from pong.envs import toy
@@ -15,40 +14,31 @@ from pong.envs.seeded_reset import SeededReset
 __all__ = ["DEFAULT_ENV", "PONG_ENVS", "check_env", "check_id", "env_maker", "make_env"]
 
 DEFAULT_ENV = "ALE/Pong-v5"  # frameskip 4, sticky actions 0.25
-# What this program plays: ale-py's Pong ids (Pong-v0 is the 2016 program's) and our toy.
-_OLDER = ("Pong-v0", "Pong-v4", "PongNoFrameskip-v0", "PongNoFrameskip-v4")
-PONG_ENVS = (DEFAULT_ENV, *_OLDER, toy.ENV_ID)
+# ale-py's Pong ids (Pong-v0 is the 2016 program's) and our toy: all this program plays.
+PONG_ENVS = (DEFAULT_ENV, "Pong-v0", "Pong-v4", "PongNoFrameskip-v0", "PongNoFrameskip-v4")
+PONG_ENVS += (toy.ENV_ID,)
 
 
 def check_id(env_id: str) -> None:
-    """A ``ValueError`` for an id outside ``PONG_ENVS``, before anything is imported or made.
-    Ids come from flags and shared checkpoints, and Gymnasium would import the module named
-    before a ``:`` in an id: an id is only ever compared with ``PONG_ENVS``."""
+    """A one-line ``ValueError`` for an id outside ``PONG_ENVS``, checked before Gymnasium sees
+    an id from a flag or a file: it would import the module named before a ``:`` in it."""
+    plays = f"this program plays {', '.join(PONG_ENVS)}"
     if ":" in env_id and env_id not in PONG_ENVS:
-        raise ValueError(
-            f"env id {env_id!r} names a Python module to import; an env id is only ever one"
-            f" of {', '.join(PONG_ENVS)}"
-        )
+        raise ValueError(f"env id {env_id!r} names a Python module to import; {plays}")
     if env_id not in PONG_ENVS:
-        raise ValueError(f"unknown env id {env_id!r}: this program plays {', '.join(PONG_ENVS)}")
+        raise ValueError(f"unknown env id {env_id!r}: {plays}")
 
 
 def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:
-    """The env ``env_id``, one of ``PONG_ENVS`` (else a ``ValueError``); an Atari env wrapped
-    in ``SeededReset``, whose seeded resets after the first skip reloading the ROM, and
-    ``FastFrames``, whose frames the rollout reads straight from the emulator."""
+    """The env ``env_id`` (``check_id`` first); an Atari env wrapped in ``SeededReset`` (seeded
+    resets without reloading the ROM) and ``FastFrames`` (frames read from the emulator)."""
     check_id(env_id)
-    import ale_py
-    from ale_py.env import AtariEnv
-
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # one banner per worker: noise
     gym.register_envs(ale_py)  # Gymnasium 1.x no longer discovers plugins
-    toy.register()
-    with warnings.catch_warnings():
-        # Pong-v0 is the id of the 2016 program; using it on purpose is fine.
+    with warnings.catch_warnings():  # Pong-v0 is the 2016 program's id: used on purpose
         warnings.filterwarnings("ignore", message=".*is out of date", category=DeprecationWarning)
         env = gym.make(env_id)
-    return with_fast_frames(SeededReset(env)) if isinstance(env.unwrapped, AtariEnv) else env
+    return with_fast_frames(SeededReset(env)) if env_id != toy.ENV_ID else env
 
 
 def env_maker(env_id: str) -> Callable[[], gym.Env]:

@@ -1,30 +1,20 @@
 """A toy env with Pong's frames, actions and rewards, that a policy learns in a minute.
 
 ``PongToy/Catch-v0``: a ball falls from a random column toward a paddle in the middle of the
-bottom row; actions 2 and 3 push it a step left or right as it falls; a catch is +1, a miss
--1. On Pong's frames, a correct learner steers by the ball's side within a few hundred games,
-a broken one (gradient sign, preprocessing, update) does not; a random policy catches 1 in 6."""
-
-from __future__ import annotations
+bottom row; actions 2 and 3 push it left or right; a catch is +1, a miss -1. A correct learner
+steers by the ball's side within a few hundred games, a broken one does not."""
 
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["ENV_ID", "Catch", "register"]
+__all__ = ["ENV_ID", "Catch"]
 
 ENV_ID = "PongToy/Catch-v0"
-BACKGROUND_RGB = (144, 72, 17)  # Pong's playing-field colour: erased by preprocessing
-BALL_RGB = (236, 236, 236)
-PADDLE_RGB = (92, 186, 92)
 CELLS = 80  # the 80 x 80 grid that preprocessing keeps (rows 35..194, every 2nd pixel)
-PADDLE_ROW = 77  # the cell row of the paddle
-PADDLE_COL = CELLS // 2  # the paddle's centre; it does not move
-PADDLE_HALF = 6  # the paddle covers PADDLE_COL - 6 .. PADDLE_COL + 6 (13 cells)
-STEER = 4  # cells an action moves the ball sideways
-FALL = 8  # cells the ball falls per step: a drop takes 10 steps
-# The empty frame, copied for each step: np.full with an RGB triple takes ~30x as long.
-EMPTY = np.full((210, 160, 3), BACKGROUND_RGB, np.uint8)
-EMPTY.flags.writeable = False
+PADDLE_ROW, PADDLE_COL, PADDLE_HALF = 77, CELLS // 2, 6  # the paddle: 13 cells; it never moves
+STEER, FALL = 4, 8  # cells a step moves the ball: sideways (actions 2, 3) and down
+EMPTY = np.full((210, 160, 3), (144, 72, 17), np.uint8)  # Pong's field, erased by preprocessing
+EMPTY.flags.writeable = False  # copied for each frame: np.full with a colour is ~30x slower
 
 
 class Catch(gym.Env):
@@ -33,8 +23,7 @@ class Catch(gym.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}  # Pong-v5's 60 Hz / frameskip 4
 
     def __init__(self, points: int = 5, render_mode: str | None = None) -> None:
-        self.points = points
-        self.render_mode = render_mode
+        self.points, self.render_mode = points, render_mode
         self.observation_space = gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)
         self.action_space = gym.spaces.Discrete(6)  # as Pong: 2 and 3 are the moves
 
@@ -60,14 +49,11 @@ class Catch(gym.Env):
 
     def render(self) -> np.ndarray:
         frame = EMPTY.copy()
-        r, c = 35 + 2 * self.ball_row, 2 * self.ball_col
-        frame[r : r + 2, c : c + 2] = BALL_RGB
-        r, c = 35 + 2 * PADDLE_ROW, 2 * (PADDLE_COL - PADDLE_HALF)
-        frame[r : r + 2, c : c + 2 * (2 * PADDLE_HALF + 1)] = PADDLE_RGB
+        row, col = 35 + 2 * self.ball_row, 2 * self.ball_col
+        frame[row : row + 2, col : col + 2] = (236, 236, 236)  # the ball
+        row, col = 35 + 2 * PADDLE_ROW, 2 * (PADDLE_COL - PADDLE_HALF)
+        frame[row : row + 2, col : col + 4 * PADDLE_HALF + 2] = (92, 186, 92)  # the paddle
         return frame
 
 
-def register() -> None:
-    """Make ``PongToy/Catch-v0`` known to ``gymnasium.make`` (idempotent)."""
-    if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point=Catch)
+gym.register(id=ENV_ID, entry_point=Catch)  # gymnasium.make(ENV_ID) once pong.envs is imported

@@ -1,11 +1,8 @@
 """Carry a checkpoint or policy file of an earlier version (``.npz``) over to safetensors.
 
-``python -m pong convert OLD.npz [NEW.safetensors]`` reads it with NumPy (no pickles, its size
+``python -m pong convert OLD.npz [NEW.safetensors]`` reads it with NumPy (no pickles; its size
 and members bounded first), checks it as any checkpoint, and writes the same numbers beside it
-(``checkpoint.npz`` becomes the ``checkpoint.safetensors`` that ``--resume`` reads).
-"""
-
-from __future__ import annotations
+(``checkpoint.npz`` becomes the ``checkpoint.safetensors`` that ``--resume`` reads)."""
 
 import json
 import zipfile
@@ -29,7 +26,7 @@ OLD_FORMATS = {"pong-checkpoint/1": ckpt.FORMAT, "pong-policy/1": ckpt.POLICY_FO
 
 def read_npz(path: Path) -> tuple[ckpt.Checkpoint, bytes]:
     """The checkpoint or policy in an earlier version's ``.npz`` file, checked, and the bytes
-    of this version's file of it, read back once as ``load`` reads any file."""
+    of this version's file of it, which must load as any file and name an env the driver plays."""
     try:
         with open_file(path, MAX_NPZ_BYTES) as f:
             infos = zipfile.ZipFile(f).infolist()  # named and sized before NumPy reads one
@@ -52,8 +49,8 @@ def read_npz(path: Path) -> tuple[ckpt.Checkpoint, bytes]:
         raise ckpt.CheckpointError(f"{path}: not a pong .npz file ({reason})") from None
     checkpoint = ckpt.checked(path, arrays, metadata, policy=True)
     data = ckpt.encode(checkpoint, policy=checkpoint.rmsprop_cache is None)
-    ckpt.decode(data, path, policy=True)  # what this version writes, it must read: every bound
-    try:  # and the driver must play (its env id is known to be short by now)
+    ckpt.decode(data, path, policy=True)
+    try:  # the env id is known to be short by now
         check_id(checkpoint.config.env)
     except ValueError as e:
         raise ckpt.CheckpointError(f"{path}: env: {e}") from None
@@ -73,20 +70,11 @@ def _metadata(meta: dict) -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="python -m pong convert",
-        description="Convert a checkpoint or policy file of an earlier version (.npz) to"
-        " safetensors.",
-    )
-    parser.add_argument(
-        "old", type=nonempty_path, help="the .npz file (a checkpoint or a policy file)"
-    )
-    parser.add_argument(
-        "new",
-        type=nonempty_path,
-        nargs="?",
-        help="the file to write (default: OLD with .safetensors)",
-    )
+    about = "Convert a checkpoint or policy file of an earlier version (.npz) to safetensors."
+    parser = OneLineParser(prog="python -m pong convert", description=about)
+    parser.add_argument("old", type=nonempty_path, help="the .npz file: checkpoint or policy")
+    default = "(default: OLD with .safetensors)"
+    parser.add_argument("new", type=nonempty_path, nargs="?", help=f"the file to write {default}")
     args = parser.parse_args(argv)
     new = args.new or args.old.with_suffix(".safetensors")
     if new.suffix != ".safetensors":

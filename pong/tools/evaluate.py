@@ -1,6 +1,4 @@
-"""Watching a trained policy: play games with it, print the scores, optionally record them."""
-
-from __future__ import annotations
+"""Watching a trained policy: play games with it, print the scores, maybe record them."""
 
 import os
 from collections.abc import Callable, Iterator
@@ -18,36 +16,26 @@ from pong.run.errors import UsageError, writing
 from pong.run.files import atomic_write
 from pong.tools.gif import GifWriter
 
-__all__ = ["FrameRecorder", "evaluate", "play_games", "report"]
+__all__ = ["evaluate", "play_games", "report"]
 
 FRAME_SECONDS = 4 / 60  # one ALE/Pong-v5 step: 4 frames of the 60 Hz console
-OnFrame = Callable[[np.ndarray], None]
 Score = tuple[int, int, int]  # points won, points lost, steps
 say = partial(print, flush=True)  # each line as it happens, even into a pipe
 
 
-class FrameRecorder(gym.ObservationWrapper):
-    """Hands every observation the env returns to ``on_frame``, for a video."""
-
-    def __init__(self, env: gym.Env, on_frame: OnFrame) -> None:
-        super().__init__(env)
-        self.on_frame = on_frame
-
-    def observation(self, observation: np.ndarray) -> np.ndarray:
-        self.on_frame(observation)
-        return observation
-
-
 def play_games(
-    model: Model, env_id: str, episodes: int, seed: int, on_frame: OnFrame | None = None
+    model: Model, env_id: str, games: int, seed: int, on_frame: Callable | None = None
 ) -> Iterator[Score]:
-    """Play ``episodes`` games, sampling actions as in training; yield each ``Score`` as it ends.
+    """Play ``games`` games, sampling actions as in training; yield each ``Score`` as it ends.
     Game ``i`` is seeded with ``seed + i``, env reset and action draws alike, so two policies
-    meet the same games, and ``seed=seed + i, episodes=1`` plays game ``i`` again."""
-    env = make_env(env_id) if on_frame is None else FrameRecorder(make_env(env_id), on_frame)
+    meet the same games, and ``seed=seed + i, games=1`` plays game ``i`` again. ``on_frame`` is
+    handed every frame, by a wrapper (so ``rollout`` reads the frames through Gymnasium)."""
+    env = make_env(env_id)
+    if on_frame is not None:  # (on_frame returns None)
+        env = gym.wrappers.TransformObservation(env, lambda frame: on_frame(frame) or frame, None)
     with env:  # closed however the games end
-        for game in range(seed, seed + episodes):
-            rewards = rollout(model, env, np.random.default_rng(game), seed=game).epr
+        for game_seed in range(seed, seed + games):
+            rewards = rollout(model, env, np.random.default_rng(game_seed), seed=game_seed).epr
             yield int((rewards > 0).sum()), int((rewards < 0).sum()), len(rewards)
 
 
@@ -55,21 +43,19 @@ def evaluate(options: Evaluation, env_id: str | None = None, seed: int | None = 
     """``--evaluate``: play games with a saved policy, print each score, maybe record them."""
     try:
         checkpoint = load(options.evaluate, policy=True)
+        check_env(env_id or checkpoint.config.env)
     except CheckpointError as e:
         raise UsageError(f"--evaluate: {e}") from None
-    trained_on, given, env_id = checkpoint.config.env, env_id, env_id or checkpoint.config.env
-    try:
-        check_env(env_id)
     except ValueError as e:  # the policy's own env may have been edited into its file
-        flag = "--env" if given else f"--evaluate: {options.evaluate}: env"
+        flag = "--env" if env_id else f"--evaluate: {options.evaluate}: env"
         raise UsageError(f"{flag}: {e}") from None
-    record, episodes = options.record, options.episodes
+    trained_on, record, episodes = checkpoint.config.env, options.record, options.episodes
+    env_id, seed = env_id or trained_on, fresh_seed() if seed is None else seed
     if record is not None and not record.parent.is_dir():  # said before the games, not after
         raise UsageError(f"--record: no such directory {record.parent}")
     if record is not None and (record.is_dir() or not os.access(record.parent, os.W_OK)):
         why = "is a directory" if record.is_dir() else "cannot be written here"
         raise UsageError(f"--record: {record} {why}")
-    seed = fresh_seed() if seed is None else seed
     say(
         f"Playing {episodes} game{'s' * (episodes != 1)} of {env_id} with the policy of"
         f" {options.evaluate} (update {checkpoint.iteration}), seed {seed}"
@@ -82,7 +68,7 @@ def evaluate(options: Evaluation, env_id: str | None = None, seed: int | None = 
     else:  # written as played; a stop or a full disk leaves any old GIF whole
         with writing(record, "no recording was kept"), atomic_write(record) as f:
             gif = GifWriter(f, FRAME_SECONDS)
-            scores = report(play_games(model, env_id, episodes, seed, on_frame=gif.add), seed)
+            scores = report(play_games(model, env_id, episodes, seed, gif.add), seed)
             gif.close()
     points = np.array([won - lost for won, lost, _ in scores])
     say(

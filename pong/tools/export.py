@@ -1,10 +1,7 @@
 """Export a run's policy as a small file to share: ``python -m pong export RUN OUT.safetensors``.
 
-The float32 weights alone (5 MB, not a checkpoint's 20) and the run's counters and settings,
-as safetensors; ``driver.py --evaluate`` plays it and ``--start-from`` trains it further.
-"""
-
-from __future__ import annotations
+The float32 weights alone (5 MB, not a checkpoint's 20) with the run's counters and settings;
+``driver.py --evaluate`` plays it and ``--start-from`` trains it further."""
 
 import os
 from collections.abc import Sequence
@@ -17,36 +14,31 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(
-        prog="python -m pong export", description="Export a run's policy as a small file to share."
-    )
-    parser.add_argument(
-        "checkpoint", type=nonempty_path, help="a checkpoint file or a run directory"
-    )
-    parser.add_argument(
-        "output", type=nonempty_path, help="the policy file to write (.safetensors)"
-    )
+    about = "Export a run's policy as a small file to share."
+    parser = OneLineParser(prog="python -m pong export", description=about)
+    parser.add_argument("checkpoint", type=nonempty_path, help="a checkpoint or a run directory")
+    parser.add_argument("output", type=nonempty_path, help="the .safetensors file to write")
     args = parser.parse_args(argv)
-
-    if args.output.suffix != ".safetensors":
-        parser.error(f"argument output: must end in .safetensors, got {str(args.output)!r}")
-    if not args.output.parent.is_dir():
-        parser.refuse(f"argument output: no such directory {args.output.parent}")
-    if os.path.lexists(args.output):  # said before the loading; save_policy makes sure
-        parser.refuse(f"argument output: {args.output} exists; choose a new name")
+    output = args.output
+    if output.suffix != ".safetensors":
+        parser.error(f"argument output: must end in .safetensors, got {str(output)!r}")
+    if not output.parent.is_dir():
+        parser.refuse(f"argument output: no such directory {output.parent}")
+    if os.path.lexists(output):  # said before the loading; save_policy makes sure
+        parser.refuse(f"argument output: {output} exists; choose a new name")
     try:
         checkpoint = load(args.checkpoint, policy=True)
     except CheckpointError as e:
         parser.refuse(f"argument checkpoint: {e}")
     try:  # lands only if no file has the name, in one step: a second writer cannot win too
-        size = save_policy(args.output, checkpoint, replace=False)
+        size = save_policy(output, checkpoint, replace=False)
     except FileExistsError:
-        parser.refuse(f"{args.output} exists; choose a new name", status=1)
+        parser.refuse(f"{output} exists; choose a new name", status=1)
     except OSError as e:
-        parser.refuse(f"could not write {args.output}: {e.strerror or e}", status=1)
+        parser.refuse(f"could not write {output}: {e.strerror or e}", status=1)
     running = "-" if checkpoint.running_reward is None else f"{checkpoint.running_reward:.2f}"
     print(
-        f"Wrote {args.output} ({size / 1e6:.1f} MB): the float32 policy of update"
-        f" {checkpoint.iteration}, {checkpoint.episodes} episodes, running mean {running}"
+        f"Wrote {output} ({size / 1e6:.1f} MB): the float32 policy of update"
+        f" {checkpoint.iteration}, {checkpoint.episodes} games, running mean {running}"
     )
     return 0

@@ -1,11 +1,5 @@
-"""Watching a run improve: every ``--watch-every`` updates, the weights and a game of the policy.
-
-As CleanRL's ``--capture-video``, the driver draws ``W1`` and plays one game (seeded by the
-update, half size) in its own process, and keeps both in TensorBoard (``watch/weights``,
-``watch/game``) and as ``RUN_DIR/watch/weights-UPDATE.png`` and ``game-UPDATE.gif``.
-"""
-
-from __future__ import annotations
+"""Watching a run improve: every ``--watch-every`` updates, the weights and a game of the policy,
+which the run keeps in TensorBoard and ``RUN_DIR/watch/`` (as CleanRL's ``--capture-video``)."""
 
 import io
 from typing import NamedTuple
@@ -19,10 +13,10 @@ __all__ = ["Snapshot", "take"]
 
 
 class Snapshot(NamedTuple):
-    """What the policy of one update looks like and plays like."""
+    """What the policy of one update looks like and plays like; the images' (height, width)."""
 
-    weights_png: bytes  # pong.tools.weights.picture as a PNG
-    weights_shape: tuple[int, int]  # its (height, width)
+    weights_png: bytes  # pong.tools.weights.picture
+    weights_shape: tuple[int, int]
     game_gif: bytes  # one game, every frame at half size
     game_shape: tuple[int, int]
     won: int

@@ -8,8 +8,6 @@ where a ball or paddle pixel arriving raises its activation, black where it lowe
 (809, 1619)
 """
 
-from __future__ import annotations
-
 from typing import IO
 
 import numpy as np
@@ -19,9 +17,7 @@ from pong.core.model import D
 
 __all__ = ["COLUMNS", "SIDE", "picture", "save_png"]
 
-SIDE = 80  # an input is an 80 x 80 image, flattened row by row
-COLUMNS = 20  # units per row of the picture: 200 units make 10 rows
-GAP = 1  # black pixels between units
+SIDE, COLUMNS, GAP = 80, 20, 1  # an input is 80 x 80; units per row; black pixels between
 
 
 def picture(W1: np.ndarray, columns: int = COLUMNS) -> np.ndarray:
@@ -34,7 +30,7 @@ def picture(W1: np.ndarray, columns: int = COLUMNS) -> np.ndarray:
     images = images / np.where(largest > 0, largest, 1.0)
     step = SIDE + GAP
     canvas = np.full((-(-len(images) // columns) * step - GAP, columns * step - GAP), -1.0)
-    for i, image in enumerate(images):  # black between units
+    for i, image in enumerate(images):
         r, c = divmod(i, columns)
         canvas[r * step : r * step + SIDE, c * step : c * step + SIDE] = image
     return np.round(127.5 + 127.5 * canvas).clip(0, 255).astype(np.uint8)

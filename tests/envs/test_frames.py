@@ -8,7 +8,6 @@ from pong.core.preprocess import GymFrames, binarize, frames_of
 from pong.core.rollout import DOWN, UP
 from pong.envs.frames import UNKNOWN, AleFrames, FastFrames, with_fast_frames
 from pong.envs.make import make_env
-from pong.tools.evaluate import FrameRecorder
 
 
 @pytest.mark.ale
@@ -51,7 +50,8 @@ def test_both_frames_give_the_changes_of_the_binarized_frames_for_a_whole_game(
 @pytest.mark.ale
 def test_the_fast_path_is_offered_only_where_ale_frames_are_exact() -> None:
     assert isinstance(with_fast_frames(gym.make("ALE/Pong-v5")), FastFrames)  # can fail
-    recorded = FrameRecorder(make_env(), lambda frame: None)  # must see every observation
+    # play_games's recorder, which must see every observation
+    recorded = gym.wrappers.TransformObservation(make_env(), lambda frame: frame, None)
     assert isinstance(frames_of(recorded), GymFrames)  # the wrapper hides the fast path
     assert not isinstance(with_fast_frames(recorded), FastFrames)
     blended = gym.make("ALE/Pong-v5")

@@ -25,9 +25,11 @@ def test_the_seeds_cover_ale_seeds_on_both_sides_of_2_31() -> None:
 
 @pytest.mark.parametrize("seed", [0, 5489, 2**31 - 1, 2**31 + 7, 2**32 - 1])
 def test_mt19937_text_is_the_standard_seeding(seed: int) -> None:
-    """Against numpy's legacy MT19937, seeded by the same recurrence (init_genrand)."""
-    key = np.random.RandomState(seed).get_state()[1]
-    assert mt19937_text(seed) == " ".join(map(str, [*key.tolist(), 624])).encode()
+    """Against std::mt19937's seeding recurrence (init_genrand), written out here."""
+    words = [seed]
+    for i in range(1, 624):
+        words.append((1812433253 * (words[-1] ^ (words[-1] >> 30)) + i) & 0xFFFFFFFF)
+    assert mt19937_text(seed) == " ".join(map(str, [*words, 624])).encode()
 
 
 def ale_state(env: gym.Env) -> bytes:

@@ -13,7 +13,7 @@ def test_export_writes_a_policy_file_and_says_so(tmp_path, capsys) -> None:
     assert main([str(tmp_path), str(tmp_path / "agent.safetensors")]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"Wrote {tmp_path / 'agent.safetensors'} (")
-    assert "policy of update 7, 70 episodes, running mean -20.43" in out
+    assert "policy of update 7, 70 games, running mean -20.43" in out
     policy = load(tmp_path / "agent.safetensors", policy=True)
     np.testing.assert_allclose(policy.weights["W1"], load(tmp_path).weights["W1"], rtol=6e-8)
 
