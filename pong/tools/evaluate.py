@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from pong.core.model import Model
-from pong.core.rollout import rollout
+from pong.core.rollout import play_game
 from pong.envs.make import check_env, make_env
 from pong.run.checkpoint import CheckpointError, load
 from pong.run.config import Evaluation, fresh_seed
@@ -47,7 +47,7 @@ def play_games(
     env = make_env(env_id) if on_frame is None else FrameRecorder(make_env(env_id), on_frame)
     with env:  # closed however the games end
         for game in range(seed, seed + episodes):
-            rewards = rollout(model, env, np.random.default_rng(game), seed=game).epr
+            rewards = play_game(model, env, np.random.default_rng(game), seed=game).epr
             yield int((rewards > 0).sum()), int((rewards < 0).sum()), len(rewards)
 
 
