@@ -1,20 +1,15 @@
 """The algorithm: Karpathy's 2016 policy-gradient Pong, with Ray actors playing the games.
-
-Read in this order; each module uses only those before it:
+It imports nothing else of ours. Read in this order; each module uses only those before it:
 
 - ``preprocess``: an RGB frame -> 6400 inputs; a game's frames as the pixels that changed.
 - ``rewards``: discounted returns, reset at each point, and advantages.
-- ``model``: the two-layer policy network, sparse: a game's storage, its gradient, RMSProp.
+- ``model``: the policy network on sparse inputs: a game's storage, its gradient, RMSProp.
 - ``rollout``: one game played and stored, and its gradient.
-- ``reference``: the 2016 dense formulas, which the tests prove the sparse path equal to;
-  training never calls it.
+- ``reference``: the 2016 dense formulas, which the tests prove the sparse path equal to.
 - ``worker``: ``RolloutWorker``, the Ray actor that plays games.
 - ``schedule``: ``Dealer``, which deals an update's games to the workers.
 - ``state`` and ``train``: what a checkpoint holds, and the update: Ray's example's loop,
-  with one worker per CPU and results added in game order (docs/algorithm.md).
-
-It imports nothing else of ours: it takes plain hyperparameters and a function that makes
-an env, and gives back plain state.
+  with one worker per CPU and results added in game order (docs/algorithm.md says why).
 """
 
 from __future__ import annotations

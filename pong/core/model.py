@@ -40,43 +40,27 @@ def zeros_like_weights(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 class SparseGame(NamedTuple):
-    """One game of T steps as the fast path stores it: 8 bytes a step of offset, 3 per
-    non-zero input (~26 a step), 25 of ReLU pattern and 16 of ``epdlogp`` and reward, 127
-    in all (benchmarks/single_core.py), where 2016's ``epx`` and ``eph`` took 52.8 KB.
+    """One game of T steps as the fast path stores it: step ``t``'s input is
+    ``values[offsets[t]:offsets[t+1]]`` at pixels ``indices[offsets[t]:offsets[t+1]]``, zero
+    elsewhere. 8 bytes a step of offset, 3 per non-zero input (~26 a step), 25 of ReLU
+    pattern and 16 of ``epdlogp`` and reward: 127 (benchmarks/single_core.py), where 2016's
+    ``epx`` and ``eph`` took 52.8 KB."""
 
-    Step ``t``'s input is ``values[offsets[t]:offsets[t+1]]`` at pixels
-    ``indices[offsets[t]:offsets[t+1]]``, zero elsewhere.
-
-    Attributes:
-        offsets: (T + 1,) int64, from 0.
-        indices: (N,) uint16 pixel indices.
-        values: (N,) int8, -1 (an object left) or +1 (one arrived).
-        active: (T, 25) uint8, ``np.packbits(h > 0)``: all of ``eph`` the backward pass needs.
-        epdlogp: (T,) ``y - aprob``, d log P(action taken) / d logit (y = 1 for action 2).
-        epr: (T,) each step's reward.
-    """
-
-    offsets: np.ndarray
-    indices: np.ndarray
-    values: np.ndarray
-    active: np.ndarray
-    epdlogp: np.ndarray
-    epr: np.ndarray
+    offsets: np.ndarray  # (T + 1,) int64, from 0
+    indices: np.ndarray  # (N,) uint16 pixel indices
+    values: np.ndarray  # (N,) int8: -1, an object left; +1, one arrived
+    active: np.ndarray  # (T, 25) uint8 np.packbits(h > 0): all of eph the backward pass needs
+    epdlogp: np.ndarray  # (T,) y - aprob: d log P(action taken) / d logit (y = 1 for action 2)
+    epr: np.ndarray  # (T,) each step's reward
 
 
 class SparseGrad(NamedTuple):
     """A gradient whose ``W1`` is zero outside ``columns``: the pixels that changed in the game
-    (a few hundred of 6400), ~10x less to send.
+    (a few hundred of 6400), ~10x less to send."""
 
-    Attributes:
-        columns: (K,) sorted pixel indices.
-        W1_columns: (H, K) the gradient's ``W1`` at those columns.
-        W2: (H,) the gradient's ``W2``.
-    """
-
-    columns: np.ndarray
-    W1_columns: np.ndarray
-    W2: np.ndarray
+    columns: np.ndarray  # (K,) sorted pixel indices
+    W1_columns: np.ndarray  # (H, K) the gradient's W1 at those columns
+    W2: np.ndarray  # (H,)
 
     def add_to(self, grad_buffer: dict[str, np.ndarray]) -> None:
         """``grad_buffer += self``, in place."""
@@ -161,20 +145,10 @@ class Model:
         dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # row-wise W1[j] . G[j]
         return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 
-    def update(
-        self,
-        grad_buffer: dict[str, np.ndarray],
-        rmsprop_cache: dict[str, np.ndarray],
-        learning_rate: float,
-        decay_rate: float,
-    ) -> None:
+    def update(self, grad_buffer: dict, rmsprop_cache: dict, learning_rate, decay_rate) -> None:
         """RMSProp, as gradient ascent, as 2016 wrote it. New arrays replace the old in
-        ``self.weights`` and ``rmsprop_cache``: a checkpoint holding the old keeps them.
-
-        Raises:
-            FloatingPointError: a gradient entry, or the result, is not finite; then
-                nothing has been changed.
-        """
+        ``self.weights`` and ``rmsprop_cache``: a checkpoint holding the old keeps them. A
+        ``FloatingPointError``, changing nothing, where the gradient or result is not finite."""
         for k in self.weights:
             if not np.all(np.isfinite(grad_buffer[k])):
                 raise FloatingPointError(f"refusing a non-finite gradient for {k}")

@@ -7,7 +7,6 @@ draws) storing it as 2016 did; the tests compare the two.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -23,11 +22,7 @@ UP, DOWN = 2, 3  # ALE's "RIGHT" and "LEFT": the paddle moves up and down
 
 
 def play_game(
-    model: Model,
-    env: gym.Env,
-    rng: np.random.Generator,
-    seed: int | None = None,
-    stop: Callable[[], bool] | None = None,
+    model: Model, env: gym.Env, rng: np.random.Generator, seed: int | None = None, stop=None
 ) -> SparseGame | None:
     """Play one game with ``model`` until it is terminated or truncated.
 

@@ -1,11 +1,8 @@
-"""``Dealer``: an update's games dealt to the workers, as workers come and go.
+"""``Dealer``: an update's games dealt to the workers, as workers come and go. A game is
+seeded by its number (``game_seed``): the same on any worker, so it can be dealt again.
 
-Game ``g`` of update ``u`` is seeded from (run seed, ``u``, ``g``) (``game_seed``), so it is
-the same game on any worker, and can be dealt again with nothing changed but who answers.
-Each worker holds one CPU; one Ray cannot place yet waits (an autoscaler grows on it).
-
-A worker's state is this table and nothing else; what moves it is Ray's word, never a count.
-A worker is *live* while free or playing.
+A worker's state is this table alone; what moves it is Ray's word, never a count. A worker
+is *live* while free or playing; one Ray cannot place yet waits (an autoscaler grows on it).
 
 | state   | kept in                                   | moves when                                |
 |---------|-------------------------------------------|-------------------------------------------|
@@ -16,11 +13,9 @@ A worker is *live* while free or playing.
 |         |                                           | or node): waiting, its game dealt again   |
 | gone    | ``gone``                                  | never: Ray's restarts of it are used up   |
 
-- A free worker is dealt the update's next undealt game, games lost with a worker first.
-- Once all are dealt, a free worker takes a backup of the game in flight longest, once it
-  has been in flight ``BACKUP_AFTER`` times the update's median game (MapReduce's backup
-  tasks): the first answer counts, the other copy is told to stop. A worker busy with an
-  earlier update's game is dealt nothing until it answers.
+A free worker is dealt the next undealt game, games lost with a worker first; once all are
+dealt, a backup of the game in flight longest, past ``BACKUP_AFTER`` times the update's
+median game (MapReduce's backup tasks): the first answer counts, the other copy is stopped.
 """
 
 from __future__ import annotations
@@ -78,36 +73,23 @@ def _first_line(error: BaseException) -> str:
 
 
 class Dealer:
-    """Deals each update's games to ``actors`` (``RolloutWorker`` handles) as they are free.
-
-    Args:
-        seed: the run's seed, from which every game's seed derives.
-        expect: how many of ``actors`` can start at once (the cluster's CPUs); the
-            constructor waits up to ``START_WAIT_S`` for them, the rest join when placed.
-        say: where the lines of a wait for a worker go, as they happen.
-        wait_for_workers: seconds with no worker live before a ``WorkerError`` (``None``:
-            as long as it takes).
-    """
+    """Deals each update's games to ``actors`` (``RolloutWorker`` handles), seeded from the
+    run's ``seed``. It waits up to ``START_WAIT_S`` for the ``expect`` that can start at once
+    (the cluster's CPUs). ``say`` takes the lines of a wait for a live worker, which ends in
+    a ``WorkerError`` after ``wait_for_workers`` seconds (``None``: never)."""
 
     def __init__(
-        self,
-        actors: list[ray.actor.ActorHandle],
-        seed: int,
-        expect: int = 1,
-        say: Callable[[str], None] = print,
-        wait_for_workers: float | None = None,
+        self, actors: list, seed: int, expect: int = 1, say: Callable = print, wait_for_workers=None
     ) -> None:
         self.actors, self.seed, self.say, self.limit = actors, seed, say, wait_for_workers
         self.calls: dict[ray.ObjectRef, Call] = {}
         self.dealt = itertools.count()  # each game dealt is a copy with a number of its own
         self.live: dict[int, str] = {}  # worker -> its node's id
-        self.free: set[int] = set()
-        self.gone: set[int] = set()
+        self.free, self.gone = set[int](), set[int]()
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
         self.update, self.model_ref = 0, None  # the update being dealt, and its model
-        self.undealt: deque[int] = deque()
-        self.done: set[int] = set()  # the update's games answered
+        self.undealt, self.done = deque[int](), set[int]()  # the update's games, answered
         self.nodes: Counter[str] = Counter()  # node name -> the update's games played there
         self.took: list[float] = []  # seconds of the update's games answered first
         self.notes: list[str] = []  # the update's news of the workers, one line each
@@ -140,7 +122,6 @@ class Dealer:
             game, result = self.take(ready)
             if result is not None:
                 yield game, result
-            self.deal()  # a worker freed by an answer not counted, or one come up
 
     def news(self) -> tuple[list[str], dict[str, int]]:
         """The update's notes on the workers, and its games played on each node, by name."""
@@ -163,11 +144,8 @@ class Dealer:
 
     def next_answer(self) -> ray.ObjectRef | None:
         """The next call answered (``None``: none before something else is due): asks again
-        the workers whose pause is over, deals backups due, says a wait for a worker.
-
-        Raises:
-            WorkerError: no worker was live for ``wait_for_workers`` seconds.
-        """
+        the workers whose pause is over, deals, says a wait for a worker (``WorkerError``
+        past ``wait_for_workers``)."""
         self._say_waiting()
         now = time.monotonic()
         for i, (when, _) in list(self.retry.items()):
@@ -179,8 +157,7 @@ class Dealer:
             due += [self.said_at + SAY_EVERY_S, self.idle_since + (self.limit or math.inf)]
         if self.free and (backups := self._backups(0.0)):  # when the oldest is due a backup
             due.append(backups[0][0] + self._backup_after())
-        pause = max(0.0, min(due) - now)
-        ready = []
+        pause, ready = max(0.0, min(due) - now), []
         if self.calls:  # an answer is fetched only once it is known to count
             ready, _ = ray.wait(list(self.calls), num_returns=1, timeout=pause, fetch_local=False)
         else:
@@ -195,7 +172,7 @@ class Dealer:
         dealt, so a gradient crossing a slow link holds no one up."""
         call = self.calls.pop(ref)
         i, game = call.worker, call.game
-        counted = game is not None and self._current(call)
+        counted = self._current(call)
         if counted:
             self.done.add(game)
             self.deal()
@@ -228,10 +205,7 @@ class Dealer:
 
     def deal(self) -> None:
         """The next undealt games to the free workers; with none left, backups (see above).
-
-        Raises:
-            WorkerError: games wait and every worker is gone.
-        """
+        A ``WorkerError`` where games wait and every worker is gone."""
         while self.undealt and self.free:
             self._play(min(self.free), self.undealt.popleft())
         backups = self._backups(self._backup_after())
@@ -256,22 +230,16 @@ class Dealer:
     def _backups(self, after: float) -> list[tuple[float, int]]:
         """(sent, game) of the update's games in flight on one worker alone for ``after``
         seconds or more, the longest first; none while games are undealt."""
-        if self.undealt:
-            return []
-        copies = Counter(c.game for c in self.calls.values() if self._current(c))
-        now = time.monotonic()
+        current = [] if self.undealt else [c for c in self.calls.values() if self._current(c)]
+        copies, now = Counter(c.game for c in current), time.monotonic()
         return sorted(
-            (c.since, c.game)
-            for c in self.calls.values()
-            if self._current(c) and copies[c.game] == 1 and now - c.since >= after
+            (c.since, c.game) for c in current if copies[c.game] == 1 and now - c.since >= after
         )
 
     def _backup_after(self) -> float:
         """``BACKUP_AFTER`` times the median of the update's games answered, at least
         ``BACKUP_MIN_S``; never before one is."""
-        if not self.took:
-            return math.inf
-        return max(BACKUP_MIN_S, BACKUP_AFTER * statistics.median(self.took))
+        return max(BACKUP_MIN_S, BACKUP_AFTER * statistics.median(self.took or [math.inf]))
 
     def _current(self, call: Call) -> bool:
         """Whether ``call`` is a game of this update not yet answered."""
@@ -311,9 +279,8 @@ class Dealer:
             c.game == game and c.update == call.update for c in self.calls.values()
         ):
             self.undealt.appendleft(game)
-        was_live = self.live.pop(i, None) is not None
         self.free.discard(i)
-        if was_live or game is not None:
+        if self.live.pop(i, None) is not None or game is not None:
             self._describe(i)
             again = f"; game {game} goes to the next worker free" if self._current(call) else ""
             self.notes.append(
@@ -356,5 +323,6 @@ class Dealer:
         free = ray.available_resources().get("CPU", 0)
         total = ray.cluster_resources().get("CPU", 0)
         gone = f", {len(self.gone)} gone for good" if self.gone else ""
-        placed = f"0 of {len(self.actors)} placed{gone}"
-        return f"{placed}; {free:g} of {total:g} CPUs in the cluster free"
+        return (
+            f"0 of {len(self.actors)} placed{gone}; {free:g} of {total:g} CPUs in the cluster free"
+        )

@@ -1,4 +1,4 @@
-"""Training's state between two updates: the weights, RMSProp's cache and the counters."""
+"""``State``: training's state between two updates."""
 
 from __future__ import annotations
 
@@ -11,17 +11,11 @@ __all__ = ["State"]
 
 @dataclass
 class State:
-    """Training's state between two updates: what a checkpoint holds.
-
-    Attributes:
-        weights: ``{"W1": (H, D), "W2": (H,)}`` float64.
-        rmsprop_cache: the same shapes; RMSProp's running mean of squared gradients.
-        iteration: updates done.
-        episodes: games played.
-        steps: env steps played.
-        running_reward: the running mean of game scores (``None`` before any).
-        best_running_reward: its best value after any update so far.
-    """
+    """What a checkpoint holds. ``weights``: ``{"W1": (H, D), "W2": (H,)}`` float64;
+    ``rmsprop_cache``: the same shapes, RMSProp's running mean of squared gradients;
+    ``iteration``: updates done; ``episodes``: games played; ``steps``: env steps played;
+    ``running_reward``: the running mean of the games' scores (``None`` before any), and
+    ``best_running_reward`` its best after any update."""
 
     weights: dict[str, np.ndarray]
     rmsprop_cache: dict[str, np.ndarray]

@@ -77,8 +77,7 @@ class Update:
             self.running_mean = result.score if mean is None else mean * 0.99 + result.score * 0.01
 
     @property
-    def played(self) -> int:
-        """Games added so far: games 0 to ``played - 1``."""
+    def played(self) -> int:  # games added so far: games 0 to played - 1
         return len(self.scores)
 
     @property
@@ -93,44 +92,26 @@ class Update:
 class Trainer:
     """The driver's side of training: the model, RMSProp's cache, the counters, the workers.
 
-    Args:
-        make_env: makes a worker's env (each ``RolloutWorker`` calls it once).
-        batch_size: games per update.
-        seed: seeds the weights and, by independent child seeds, every game (``game_seed``).
-        learning_rate, decay_rate: RMSProp's step size and the decay of its cache.
-        state: a state to continue from (``None``: fresh weights from ``seed``).
-        workers: how many ``RolloutWorker`` actors to ask Ray for (``None``: ``worker_count``);
-            those Ray cannot place yet join when a CPU is free.
-        placement: Ray options placing the workers, from whoever starts them (a Tune trial
-            gives ``{}`` to stay in its placement group); by default spread over the nodes.
-        say, wait_for_workers: as ``Dealer`` takes them.
+    ``seed`` seeds the weights (unless ``state`` is given to continue from) and, by
+    independent child seeds, every game. ``workers`` ``RolloutWorker`` actors (``None``:
+    ``worker_count``) each call ``make_env`` once; ``placement`` is Ray's options placing
+    them, from whoever starts them (``None``: spread over the nodes). ``say`` and
+    ``wait_for_workers`` go to the ``Dealer``.
     """
 
     def __init__(
-        self,
-        make_env: Callable[[], gym.Env],
-        *,
-        batch_size: int,
-        seed: int,
-        learning_rate: float,
-        decay_rate: float,
-        state: State | None = None,
-        workers: int | None = None,
-        placement: dict | None = None,
-        say: Callable[[str], None] = print,
+        self, make_env: Callable[[], gym.Env], *, batch_size: int, seed: int,
+        learning_rate: float, decay_rate: float, state: State | None = None,
+        workers: int | None = None, placement: dict | None = None, say: Callable = print,
         wait_for_workers: float | None = None,
-    ) -> None:
+    ) -> None:  # fmt: skip
         self.batch_size, self.seed = batch_size, seed
         self.learning_rate, self.decay_rate = learning_rate, decay_rate
         (model_seed,) = np.random.SeedSequence(seed).spawn(1)  # games use other keys
         self.model = Model(model_seed)
-        self.rmsprop_cache = zeros_like_weights(self.model.weights)
         self.grad_buffer = zeros_like_weights(self.model.weights)  # the update's gradient sum
-        self.running_reward: float | None = None  # State's names, for the running mean
-        self.best_running_reward: float | None = None
-        self.iteration = self.episodes = self.steps = 0  # updates, games and env steps done
-        if state is not None:
-            self._restore(state)
+        fresh = State(self.model.weights, self.grad_buffer, 0, 0, 0, None, None)  # cache: 0s
+        self._restore(fresh if state is None else state)
         workers = workers or worker_count(batch_size)
         cpus = int(ray.cluster_resources().get("CPU", 0))  # so many can start at once
         options = {"scheduling_strategy": "SPREAD"} if placement is None else placement
@@ -186,6 +167,8 @@ class Trainer:
             self.best_running_reward = self.running_reward
 
     def _restore(self, saved: State) -> None:
+        """Take ``saved``'s arrays (copies) and counters; State's names: ``iteration``
+        updates, ``episodes`` games, ``running_reward`` the running mean of their scores."""
         self.model.weights = {k: v.copy(order="K") for k, v in saved.weights.items()}
         self.rmsprop_cache = {k: v.copy(order="K") for k, v in saved.rmsprop_cache.items()}
         self.iteration, self.episodes, self.steps = saved.iteration, saved.episodes, saved.steps
@@ -193,13 +176,8 @@ class Trainer:
         self.best_running_reward = saved.best_running_reward
 
     def state(self) -> State:
-        """The state after the last finished update (an update in flight is not in it)."""
-        return State(
-            weights=dict(self.model.weights),  # the dicts, not their arrays: an update
-            rmsprop_cache=dict(self.rmsprop_cache),  # puts new arrays in the trainer's
-            iteration=self.iteration,
-            episodes=self.episodes,
-            steps=self.steps,
-            running_reward=self.running_reward,
-            best_running_reward=self.best_running_reward,
-        )
+        """The state after the last finished update (an update in flight is not in it); the
+        dicts are copied, not their arrays, which an update replaces rather than changes."""
+        weights, cache = dict(self.model.weights), dict(self.rmsprop_cache)
+        counters = self.iteration, self.episodes, self.steps, self.running_reward
+        return State(weights, cache, *counters, self.best_running_reward)

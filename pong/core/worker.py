@@ -26,27 +26,39 @@ MAX_RESTARTS = 3
 WORKER_MEMORY = 72 * 2**20
 
 
+def game_seed(seed: int, update: int, game: int) -> np.random.SeedSequence:
+    """The seed of game ``game`` (from 0) of update ``update`` (from 1) of a run's ``seed``:
+    independent of the weights' seed (spawn key ``(0,)``) and of every other game."""
+    return np.random.SeedSequence(seed, spawn_key=(update, game))
+
+
+def game_randomness(seed: np.random.SeedSequence | int | None) -> tuple[np.random.Generator, int]:
+    """A game's action draws and its env's reset seed: the two children ``seed.spawn(2)``
+    gives, made by their spawn keys so that every call gives the same two (``spawn`` counts
+    its calls on one object)."""
+    if not isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed)
+    actions, reset = (
+        np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)) for k in (0, 1)
+    )
+    return np.random.default_rng(actions), int(reset.generate_state(1)[0])
+
+
 class Result(NamedTuple):
-    """What a worker returns for one game: its gradient, its score (points won minus lost),
-    its env steps, ``None`` or a note on a zero gradient, and its Ray node's id."""
+    """What a worker returns for one game."""
 
     grad: SparseGrad
-    score: float
-    steps: int
-    note: str | None
-    node: str | None = None
+    score: float  # points won minus points lost
+    steps: int  # env steps
+    note: str | None  # why the gradient is zero, if it is
+    node: str | None = None  # the Ray node's id
 
 
 # One CPU for the worker's life: Ray places at most one per CPU, and sets OMP_NUM_THREADS=1
 # before NumPy loads in it, so BLAS runs one thread, not one per core in every worker.
 # ``abandon`` runs in a thread of its own ("control"), beside the game being played.
-@ray.remote(
-    num_cpus=1,
-    memory=WORKER_MEMORY,
-    max_restarts=MAX_RESTARTS,
-    max_task_retries=0,
-    concurrency_groups={"control": 1},
-)
+@ray.remote(num_cpus=1, memory=WORKER_MEMORY, max_restarts=MAX_RESTARTS, max_task_retries=0,
+            concurrency_groups={"control": 1})  # fmt: skip
 class RolloutWorker:
     """Owns one env, made once by ``make_env`` (``pong.envs.make.env_maker``); plays one
     game per ``compute_gradient`` call."""
@@ -82,23 +94,3 @@ class RolloutWorker:
             warnings.simplefilter("ignore", DeprecationWarning)
             restarted = ray.get_runtime_context().was_current_actor_reconstructed
         return {"node_id": self.node, "restarted": restarted, "pid": os.getpid()}
-
-
-def game_seed(seed: int, update: int, game: int) -> np.random.SeedSequence:
-    """The seed of game ``game`` (from 0) of update ``update`` (from 1) of a run's ``seed``:
-    independent of the weights' seed (spawn key ``(0,)``) and of every other game."""
-    return np.random.SeedSequence(seed, spawn_key=(update, game))
-
-
-def game_randomness(
-    seed: np.random.SeedSequence | int | None,
-) -> tuple[np.random.Generator, int]:
-    """A game's action draws and its env's reset seed: the two children ``seed.spawn(2)``
-    gives, made by their spawn keys so that every call gives the same two (``spawn`` counts
-    its calls on one object)."""
-    if not isinstance(seed, np.random.SeedSequence):
-        seed = np.random.SeedSequence(seed)
-    actions, reset = (
-        np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)) for k in (0, 1)
-    )
-    return np.random.default_rng(actions), int(reset.generate_state(1)[0])
