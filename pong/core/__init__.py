@@ -16,15 +16,10 @@ from __future__ import annotations
 
 import importlib
 
-_HOMES = {  # where each name lives; the actor and the trainer bring Ray with them
-    "Model": "model",
-    "RolloutWorker": "worker",
-    "State": "state",
-    "Trainer": "train",
-    "game_gradient": "rollout",
-    "play_game": "rollout",
-    "process_rewards": "rewards",
-}  # not ``preprocess``: its module, ``pong.core.preprocess``, would shadow it
+# Where each name lives; the actor and the trainer bring Ray with them. Not ``preprocess``:
+# its module, ``pong.core.preprocess``, would shadow it.
+_HOMES = dict(Model="model", RolloutWorker="worker", State="state", Trainer="train")
+_HOMES |= dict(game_gradient="rollout", play_game="rollout", process_rewards="rewards")
 __all__ = sorted(_HOMES)
 
 

@@ -1,11 +1,9 @@
 """The policy network: a two-layer NumPy net from pixels to P(paddle up), and RMSProp.
 
-Names are the 2016 program's, so the two read side by side: ``H`` hidden units, ``D``
-inputs, ``W1`` (H, D) and ``W2`` (H,), ``aprob`` = P(action 2), and for one game of T
-steps ``epx`` (T, D) inputs, ``eph`` (T, H) hidden states, ``epdlogp`` (T,) and ``epr`` (T,)
-rewards. ``pong.core.reference`` keeps the 2016 dense formulas; these compute the same
-numbers up to rounding on the ~26 non-zero entries (each -1 or +1) of a difference frame.
-"""
+Names are 2016's: ``H`` hidden units, ``D`` inputs, ``W1`` (H, D), ``W2`` (H,), ``aprob`` =
+P(action 2); for a game of T steps ``epx`` (T, D) inputs, ``eph`` (T, H) hidden states,
+``epdlogp`` and ``epr`` (T,). These compute 2016's dense formulas (``pong.core.reference``)
+up to rounding, on the ~26 non-zero entries (each -1 or +1) of a difference frame."""
 
 from __future__ import annotations
 
@@ -72,9 +70,8 @@ class SparseGrad(NamedTuple):
 
 
 def block_inputs(game: SparseGame, start: int, stop: int, row_of: np.ndarray) -> tuple:
-    """Steps ``start:stop``'s ``epx``, dense over only the pixels that changed in them:
-    ``(touched, epx)``, ``touched`` their rows in ``row_of``'s numbering, ``epx`` (block,
-    touched). Each stored entry goes to its step's row and its pixel's column."""
+    """``(touched, epx)``: steps ``start:stop``'s ``epx`` over only the pixels they touch,
+    ``touched`` (as rows of ``row_of``'s numbering); each entry to its step's row."""
     first, last = int(game.offsets[start]), int(game.offsets[stop])
     touched, column_of = np.unique(row_of[first:last], return_inverse=True)
     step_of = np.repeat(np.arange(stop - start), np.diff(game.offsets[start : stop + 1]))
@@ -84,19 +81,9 @@ def block_inputs(game: SparseGame, start: int, stop: int, row_of: np.ndarray) ->
 
 
 class Model:
-    """Policy network ``x -> h = max(0, W1 @ x) -> aprob = sigmoid(W2 @ h)``.
-
-    ``W1`` and ``W2`` are standard normal draws divided by ``sqrt(D)`` and ``sqrt(H)``
-    (LeCun's 1/sqrt(fan_in)), from ``seed`` (``None``: fresh entropy). ``W1`` is
-    column-major, so the few columns an input touches are contiguous.
-
-    Example:
-        >>> model = Model(seed=0)
-        >>> model.weights["W1"].shape, model.weights["W2"].shape
-        ((200, 6400), (200,))
-        >>> aprob, h = model.policy_forward_sparse(np.array([], dtype=int), np.array([]))
-        >>> float(aprob), h.shape
-        (0.5, (200,))
+    """Policy network ``x -> h = max(0, W1 @ x) -> aprob = sigmoid(W2 @ h)``. ``W1`` and ``W2``
+    are standard normal draws from ``seed`` divided by ``sqrt(D)`` and ``sqrt(H)`` (LeCun's
+    1/sqrt(fan_in)). ``W1`` is column-major: the few columns an input touches are contiguous.
     """
 
     def __init__(self, seed: int | np.random.SeedSequence | None = None) -> None:

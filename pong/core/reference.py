@@ -1,9 +1,5 @@
-"""The 2016 program's dense formulas: the reference the tests prove the fast path equal to.
-
-2016 stored each step's (D,) float64 input and (H,) hidden state, 52.8 KB a step, and took
-dense matrix products. The tests play the same games both ways and compare; the benchmarks
-time both. Training never calls this module.
-"""
+"""The 2016 program's dense formulas: the reference the tests prove the fast path equal to,
+storing each step's (D,) input and (H,) hidden state, 52.8 KB. Training never calls it."""
 
 from __future__ import annotations
 
@@ -29,9 +25,7 @@ def policy_forward(model: Model, x: np.ndarray) -> tuple[float, np.ndarray]:
     return sigmoid(logp), h
 
 
-def policy_backward(
-    model: Model, eph: np.ndarray, epx: np.ndarray, epdlogp: np.ndarray
-) -> dict[str, np.ndarray]:
+def policy_backward(model: Model, eph: np.ndarray, epx: np.ndarray, epdlogp: np.ndarray) -> dict:
     """Backward pass for one game: ``{"W1": (H, D), "W2": (H,)}``, the gradient of
     ``sum_t epdlogp[t] * logit_t``, ``epdlogp`` already scaled by the advantages."""
     epdlogp = np.asarray(epdlogp).ravel()
@@ -64,15 +58,12 @@ def play_game_dense(
         cur_x = preprocess(observation)
         x = cur_x - prev_x if prev_x is not None else np.zeros(D)
         prev_x = cur_x
-
         aprob, h = policy_forward(model, x)
         action = UP if rng.random() < aprob else DOWN
-
         xs.append(x)
         hs.append(h)
         y = 1.0 if action == UP else 0.0  # the "fake label": pretend the action was right
         dlogps.append(y - aprob)  # d log P(action taken) / d logit
-
         observation, reward, terminated, truncated, _ = env.step(action)
         drs.append(float(reward))
         done = terminated or truncated

@@ -45,10 +45,7 @@ def advantages(r: np.ndarray, gamma: float = gamma) -> tuple[np.ndarray, str | N
     returns -= np.mean(returns)
     std = np.std(returns)
     if not std > 0 or not np.isfinite(std):
-        note = (
-            f"returns constant over the {returns.size}-step game (std {std:g}):"
-            " zero gradient instead of NaN"
-        )
-        return np.zeros_like(returns), note
+        why = f"returns constant over the {returns.size}-step game (std {std:g})"
+        return np.zeros_like(returns), f"{why}: zero gradient instead of NaN"
     returns /= std
     return returns, None

@@ -1,8 +1,5 @@
-"""One game played with the policy and stored as a ``SparseGame``, and its gradient.
-
-``pong.core.reference.play_game_dense`` plays the same game (same weights, env seed and
-draws) storing it as 2016 did; the tests compare the two.
-"""
+"""One game played with the policy and stored as a ``SparseGame``, and its gradient. The
+tests compare them with ``pong.core.reference``'s, which plays the same game as 2016 did."""
 
 from __future__ import annotations
 
@@ -24,12 +21,10 @@ UP, DOWN = 2, 3  # ALE's "RIGHT" and "LEFT": the paddle moves up and down
 def play_game(
     model: Model, env: gym.Env, rng: np.random.Generator, seed: int | None = None, stop=None
 ) -> SparseGame | None:
-    """Play one game with ``model`` until it is terminated or truncated.
-
-    ``rng`` draws one ``rng.random()`` a step for the action; ``seed`` goes to the env's reset
-    (``None``: the env's own stream). ``stop`` is asked every ``STOP_EVERY`` steps whether to
-    give the game up (``None`` returned): another worker answered it first.
-    """
+    """Play one game with ``model``: ``rng`` draws one ``rng.random()`` a step for the action,
+    ``seed`` goes to the env's reset (``None``: the env's own stream). ``stop()`` is asked every
+    ``STOP_EVERY`` steps whether to give the game up (``None`` returned): another worker
+    answered it first."""
     if stop is not None and stop():
         return None
     frames = frames_of(env)
@@ -43,14 +38,12 @@ def play_game(
         val = np.where(arrived, 1.0, -1.0)  # +1: an object arrived, -1: it left
         aprob, h = model.policy_forward_sparse(idx, val)
         action = UP if rng.random() < aprob else DOWN
-
         indices.frombytes(idx.astype(np.uint16).tobytes())
         values.frombytes(val.astype(np.int8).tobytes())
         offsets.append(len(indices))
         active.frombytes(np.packbits(h > 0).tobytes())
         y = 1.0 if action == UP else 0.0  # the "fake label": pretend the action was right
         dlogps.append(y - aprob)
-
         idx, arrived, reward, done = frames.step(action)
         drs.append(reward)
         if stop is not None and len(drs) % STOP_EVERY == 0 and stop():

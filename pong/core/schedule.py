@@ -57,8 +57,8 @@ class Call(NamedTuple):
 
 
 def _started(describes: list[ray.ObjectRef], expect: int) -> list[ray.ObjectRef]:
-    """The describe calls answered once ``expect`` of them are (or ``START_WAIT_S`` passed),
-    with any others answered by then."""
+    """The describes answered once ``expect`` are (or ``START_WAIT_S`` passed), and any
+    others answered by then."""
     done, rest = [], describes
     if expect > 0:
         done, rest = ray.wait(rest, num_returns=min(expect, len(rest)), timeout=START_WAIT_S)
@@ -68,8 +68,7 @@ def _started(describes: list[ray.ObjectRef], expect: int) -> list[ray.ObjectRef]
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+    return (str(error).strip() or type(error).__name__).splitlines()[0]
 
 
 class Dealer:
@@ -93,8 +92,7 @@ class Dealer:
         self.nodes: Counter[str] = Counter()  # node name -> the update's games played there
         self.took: list[float] = []  # seconds of the update's games answered first
         self.notes: list[str] = []  # the update's news of the workers, one line each
-        self.idle_since: float | None = None  # since when no worker is live while games wait
-        self.said_at = 0.0
+        self.idle_since, self.said_at = None, 0.0  # since when no worker is live; last said
         for i in range(len(actors)):
             self._describe(i)
         for ref in _started(list(self.calls), expect):
@@ -116,12 +114,10 @@ class Dealer:
         ``(game, Result)`` for each as it is answered first, in the order they finish."""
         self.start(update, batch_size, model_ref)
         while self.playing():
-            ready = self.next_answer()
-            if ready is None:
-                continue
-            game, result = self.take(ready)
-            if result is not None:
-                yield game, result
+            if (ready := self.next_answer()) is not None:
+                game, result = self.take(ready)
+                if result is not None:
+                    yield game, result
 
     def news(self) -> tuple[list[str], dict[str, int]]:
         """The update's notes on the workers, and its games played on each node, by name."""
@@ -130,9 +126,9 @@ class Dealer:
     def start(self, update: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
         """Deal update ``update``'s first games; an earlier update's game still in flight (a
         backup, or an update stopped mid-way) is told to stop and never counted."""
-        for call in list(self.calls.values()):
+        for call in list(self.calls.values()):  # told to stop; its answer only frees the worker
             if call.game is not None and call.update != update:
-                self._abandon(call)
+                self.actors[call.worker].abandon.remote(call.copy)
         self.update, self.model_ref = update, model_ref
         self.undealt, self.done, self.took = deque(range(batch_size)), set(), []
         self.nodes, self.notes = Counter(), []
@@ -143,9 +139,8 @@ class Dealer:
         return bool(self.undealt) or any(self._current(c) for c in self.calls.values())
 
     def next_answer(self) -> ray.ObjectRef | None:
-        """The next call answered (``None``: none before something else is due): asks again
-        the workers whose pause is over, deals, says a wait for a worker (``WorkerError``
-        past ``wait_for_workers``)."""
+        """The next call answered, or ``None`` when something else is due first (a retry, a
+        backup, a line of the wait for a worker)."""
         self._say_waiting()
         now = time.monotonic()
         for i, (when, _) in list(self.retry.items()):
@@ -166,10 +161,8 @@ class Dealer:
         return ready[0] if ready else None
 
     def take(self, ref: ray.ObjectRef) -> tuple[int | None, Result | None]:
-        """The answer of call ``ref``: ``(game, result)`` for a game of this update answered
-        first; ``(None, None)`` for anything else (a describe, a worker lost, a second copy, a
-        game of an earlier update). A counted answer is fetched after the free workers are
-        dealt, so a gradient crossing a slow link holds no one up."""
+        """``(game, result)`` for a game of this update answered first, else ``(None, None)``.
+        It is fetched after the free workers are dealt: a slow link holds no one up."""
         call = self.calls.pop(ref)
         i, game = call.worker, call.game
         counted = self._current(call)
@@ -195,9 +188,11 @@ class Dealer:
             self.done.discard(game)
             self.undealt.appendleft(game)
             return None, None
-        for copy in list(self.calls.values()):  # the other copy of this game: stop
+        # The other copy of this game is told to stop. (Not ray.cancel: a worker lost
+        # meanwhile would answer "cancelled", not "lost".)
+        for copy in list(self.calls.values()):
             if copy.game == game and copy.update == call.update:
-                self._abandon(copy)
+                self.actors[copy.worker].abandon.remote(copy.copy)
         self.live[i] = answer.node or self.live[i]  # restarted while idle, it may have moved
         self.took.append(time.monotonic() - call.since)
         self.nodes[self.name(self.live[i])] += 1
@@ -250,11 +245,6 @@ class Dealer:
         seed, copy = game_seed(self.seed, self.update, game), next(self.dealt)
         ref = self.actors[i].compute_gradient.remote(self.model_ref, seed, copy)
         self.calls[ref] = Call(i, game, self.update, time.monotonic(), copy)
-
-    def _abandon(self, call: Call) -> None:
-        """Tell a worker to stop a copy; its answer frees it and is not counted. (Not
-        ``ray.cancel``: a worker lost meanwhile would answer "cancelled", not "lost".)"""
-        self.actors[call.worker].abandon.remote(call.copy)
 
     def _describe(self, i: int) -> None:
         """Ask worker ``i`` where it is: Ray answers once it is placed."""

@@ -1,13 +1,9 @@
-"""``Trainer``: the model, RMSProp's cache and the counters on the driver, and one update.
-
-An update is ``Trainer.play``, then ``Trainer.apply``. ``play`` puts the model in the object
-store once and lets ``pong.core.schedule.Dealer`` deal the games to the workers; it adds
-each result in game order (``Update.add``) whatever order the games finish in: floating-point
-sums depend on their order, so a seed's run is then the same bytes with any number of
-workers or nodes and across a resume. ``apply`` is RMSProp (``Model.update``).
-
-Where Ray's example adds the results as they arrive from one worker per game, here there
-is one worker per CPU, each dealt the next game as it finishes one (docs/algorithm.md).
+"""``Trainer``: the model, RMSProp's cache and the counters on the driver, and one update:
+``play`` has the ``Dealer`` deal the games and adds each result in game order (``Update.add``)
+whatever order they finish in, so that a seed gives the same bytes with any workers, nodes
+or resume (floating-point sums depend on their order); ``apply`` is RMSProp. Ray's example
+added results as they came, from one worker per game; here a worker per CPU plays the next
+game as it finishes one (docs/algorithm.md).
 """
 
 from __future__ import annotations
@@ -137,12 +133,9 @@ class Trainer:
         return update
 
     def apply(self, update: Update) -> None:
-        """RMSProp with ``update``'s gradient sum, then count it in the state.
-
-        Raises:
-            NonFiniteError: no game gave a finite gradient, or the weights would stop being
-                finite; the state stays that of the last finished update.
-        """
+        """RMSProp with ``update``'s gradient sum, then count it in the state; a
+        ``NonFiniteError``, changing nothing, where no game gave a finite gradient or the
+        weights would stop being finite."""
         lr = self.learning_rate
         problem = "no game of the update gave a finite gradient"
         if update.dropped < update.played:
