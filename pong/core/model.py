@@ -133,9 +133,9 @@ class Model:
         return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 
     def update(self, grad_buffer: dict, rmsprop_cache: dict, learning_rate, decay_rate) -> None:
-        """RMSProp, as gradient ascent, as 2016 wrote it. New arrays replace the old in
-        ``self.weights`` and ``rmsprop_cache``: a checkpoint holding the old keeps them. A
-        ``FloatingPointError``, changing nothing, where the gradient or result is not finite."""
+        """RMSProp ascent as 2016's two lines (fused, no faster: benchmarks/README.md); new
+        arrays replace the old in ``self.weights`` and ``rmsprop_cache``, which a checkpoint
+        may hold. A ``FloatingPointError``, changing nothing, where any of it is not finite."""
         for k in self.weights:
             if not np.all(np.isfinite(grad_buffer[k])):
                 raise FloatingPointError(f"refusing a non-finite gradient for {k}")

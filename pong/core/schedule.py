@@ -46,13 +46,12 @@ class WorkerError(RuntimeError):
 
 
 class Call(NamedTuple):
-    """A call in flight to worker ``worker``: game ``game`` of update ``update`` (``game``
-    None: a ``describe``), sent at ``since`` (``time.monotonic``), dealt as ``copy``."""
+    """A call in flight: a game of an update (``game`` None: a describe), dealt as ``copy``."""
 
     worker: int
     game: int | None
     update: int
-    since: float
+    since: float  # time.monotonic() when sent
     copy: int = -1
 
 
@@ -84,11 +83,11 @@ class Dealer:
         self.calls: dict[ray.ObjectRef, Call] = {}
         self.dealt = itertools.count()  # each game dealt is a copy with a number of its own
         self.live: dict[int, str] = {}  # worker -> its node's id
-        self.free, self.gone = set[int](), set[int]()
+        self.free, self.gone = set(), set()  # worker numbers, as in the table
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
         self.update, self.model_ref = 0, None  # the update being dealt, and its model
-        self.undealt, self.done = deque[int](), set[int]()  # the update's games, answered
+        self.undealt, self.done = deque(), set()  # the update's games not dealt; answered
         self.nodes: Counter[str] = Counter()  # node name -> the update's games played there
         self.took: list[float] = []  # seconds of the update's games answered first
         self.notes: list[str] = []  # the update's news of the workers, one line each
@@ -104,7 +103,7 @@ class Dealer:
         return dict(Counter(self.name(node) for node in self.live.values()))
 
     def waiting(self) -> int:
-        """Workers Ray has not placed (or restarted) yet."""
+        """Workers neither live nor gone: not placed yet, or lost and not restarted yet."""
         return len(self.actors) - len(self.live) - len(self.gone)
 
     def games(
@@ -143,8 +142,9 @@ class Dealer:
         backup, a line of the wait for a worker)."""
         self._say_waiting()
         now = time.monotonic()
-        for i, (when, _) in list(self.retry.items()):
-            if when <= now:
+        for i, (when, tries) in list(self.retry.items()):
+            if when <= now:  # asked once: its answer, or _lost, says what next
+                self.retry[i] = (math.inf, tries)
                 self._describe(i)
         self.deal()
         due = [w for w, _ in self.retry.values()] + [now + SAY_EVERY_S]
