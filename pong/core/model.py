@@ -41,7 +41,7 @@ class SparseGame(NamedTuple):
     """One game of T steps as the fast path stores it: step ``t``'s input is
     ``values[offsets[t]:offsets[t+1]]`` at pixels ``indices[offsets[t]:offsets[t+1]]``, zero
     elsewhere. 8 bytes a step of offset, 3 per non-zero input (~26 a step), 25 of ReLU
-    pattern and 16 of ``epdlogp`` and reward: 127 (benchmarks/single_core.py), where 2016's
+    pattern and 16 of ``epdlogp`` and reward: ~127 (benchmarks/single_core.py), where 2016's
     ``epx`` and ``eph`` took 52.8 KB."""
 
     offsets: np.ndarray  # (T + 1,) int64, from 0
