@@ -22,7 +22,7 @@ def is_object(red: np.ndarray) -> np.ndarray:
 
 
 def binarize(frame: np.ndarray) -> np.ndarray:
-    """``preprocess`` as a (6400,) bool array: what the fast path stores and differences.
+    """A (210, 160, 3) frame's ``FIELD``, red channel, ``is_object``: the (6400,) bool inputs.
 
     Example:
         >>> frame = np.full((210, 160, 3), 109, dtype=np.uint8)
@@ -37,9 +37,8 @@ def binarize(frame: np.ndarray) -> np.ndarray:
 
 
 def preprocess(frame: np.ndarray) -> np.ndarray:
-    """2016's ``prepro``: the (210, 160, 3) uint8 frame's ``FIELD``, red channel, as (6400,)
-    float64, 0 for background and 1 for a paddle or the ball. Unlike 2016's, it does not
-    write into the caller's frame (tests/core/test_preprocess.py)."""
+    """2016's ``prepro``: ``binarize`` as (6400,) float64, 0 for background and 1 for a paddle
+    or the ball. Unlike 2016's, it does not write into the caller's frame."""
     return binarize(frame).astype(np.float64)
 
 
