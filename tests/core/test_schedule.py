@@ -303,3 +303,28 @@ def test_a_stale_game_is_never_counted_in_the_next_update(joined_ray) -> None:
     release(alone)
     for k, v in alone.model.weights.items():
         assert v.tobytes() == trainer.model.weights[k].tobytes()
+
+
+class _Asked:
+    """Stands in for a worker's handle: counts the describe calls sent to it."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.describe = self  # handle.describe.remote()
+
+    def remote(self) -> object:
+        self.asked += 1
+        return object()
+
+
+def test_a_restarting_worker_is_asked_once_per_pause(monkeypatch) -> None:
+    """Once a restarting worker's pause is over it is asked where it is once, not on every
+    pass of the loop until Ray answers (no Ray: ``ray.wait`` answers nothing at once)."""
+    monkeypatch.setattr(ray, "wait", lambda refs, **_: ([], list(refs)))
+    worker = _Asked()
+    dealer = Dealer([worker], seed=0, expect=0)
+    dealer.calls.clear()  # its first describe failed: Ray said the worker is restarting
+    dealer.retry[0] = (time.monotonic() - 1.0, 1)  # and its pause is over
+    for _ in range(3):
+        assert dealer.next_answer() is None
+    assert worker.asked == 2  # at the start, and once after the pause
