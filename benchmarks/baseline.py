@@ -3,7 +3,7 @@
 ``OriginalLoop`` is the driver loop of Ray's 2017 Pong example: put the model,
 start every game at once, add each gradient as it arrives, RMSProp. Run with
 ``DenseRolloutWorker`` it is the original's way of computing: dense float64
-inputs and hidden states (``rollout_dense``), the dense backward pass, the full
+inputs and hidden states (``play_game_dense``), the dense backward pass, the full
 (200 x 6400) float64 gradient sent back, ``MKL_NUM_THREADS`` set in the actor
 after NumPy is loaded (too late, as the original did), a row-major ``W1``. Run
 with our ``RolloutWorker`` it is the ablation "one worker per game": our
@@ -24,7 +24,7 @@ import numpy as np
 import ray
 
 from pong.core.model import Model, zeros_like_weights
-from pong.core.reference import episode_gradient_dense, rollout_dense
+from pong.core.reference import game_gradient_dense, play_game_dense
 from pong.core.worker import Result, game_randomness, game_seed
 from pong.envs.make import env_maker
 
@@ -47,9 +47,9 @@ class DenseRolloutWorker:
 
     def compute_gradient(self, model: Model, seed: np.random.SeedSequence) -> Result:
         rng, reset_seed = game_randomness(seed)  # as RolloutWorker seeds a game
-        episode = rollout_dense(model, self.env, rng, seed=reset_seed)
-        grad, note = episode_gradient_dense(model, episode)
-        return Result(DenseGrad(grad), float(episode.epr.sum()), len(episode.epr), note)
+        game = play_game_dense(model, self.env, rng, seed=reset_seed)
+        grad, note = game_gradient_dense(model, game)
+        return Result(DenseGrad(grad), float(game.epr.sum()), len(game.epr), note)
 
     def describe(self) -> dict[str, object]:
         return {"pid": os.getpid()}

@@ -40,8 +40,8 @@ RAY = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
 def timed_updates(batch_size: int, env_id: str, updates: int) -> tuple[int, float]:
     """One warm-up update, then ``updates`` timed ones on the Ray this process joined."""
     trainer = Trainer(**hyperparameters(Config(batch_size=batch_size, env=env_id, seed=0)))
-    trainer.step()
-    timed = [trainer.step() for _ in range(updates)]
+    trainer.update()
+    timed = [trainer.update() for _ in range(updates)]
     return sum(u.steps for u in timed), sum(u.seconds for u in timed)
 
 

@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/driver_overhead.py [--batch-size 10] [--updates 5]
 
-Measured from outside ``Trainer.step``: the CPU time of this process (the
+Measured from outside ``Trainer.update``: the CPU time of this process (the
 driver's Python thread and Ray's threads in it) and of its main thread alone,
 against each update's wall time. The rest of an update the driver is blocked
 in ``ray.wait`` while the workers play. RMSProp, the one step that is the
@@ -52,11 +52,11 @@ def main() -> None:
 
     cpus = start_local_ray(args.num_cpus)
     trainer = Trainer(**hyperparameters(Config(batch_size=args.batch_size, env=args.env, seed=0)))
-    trainer.step()  # warm-up
+    trainer.update()  # warm-up
     wall = process = thread = 0.0
     for _ in range(args.updates):
         p0, t0 = time.process_time(), time.thread_time()
-        update = trainer.step()
+        update = trainer.update()
         process += time.process_time() - p0
         thread += time.thread_time() - t0
         wall += update.seconds

@@ -46,8 +46,8 @@ ADDRESS = f"{SUBNET}.1:6379"
 
 def timed(trainer: Trainer, updates: int) -> tuple[int, float]:
     """One warm-up update, then ``updates`` timed ones: (steps, seconds)."""
-    trainer.step()
-    timed = [trainer.step() for _ in range(updates)]
+    trainer.update()
+    timed = [trainer.update() for _ in range(updates)]
     return sum(u.steps for u in timed), sum(u.seconds for u in timed)
 
 
@@ -55,8 +55,8 @@ def probe(trainer: Trainer, probes: int) -> dict[str, float]:
     """Seconds of one game on the head's worker and on the other host's, the same game."""
     here = ray.get_runtime_context().get_node_id()
     dealer = trainer.dealer
-    [(near, _)] = [(i, n) for i, n in dealer.up.items() if n == here]
-    [(far, _)] = [(i, n) for i, n in dealer.up.items() if n != here]
+    [(near, _)] = [(i, n) for i, n in dealer.live.items() if n == here]
+    [(far, _)] = [(i, n) for i, n in dealer.live.items() if n != here]
     seconds: dict[int, list[float]] = {near: [], far: []}
     for k in range(probes):
         for i in (near, far) if k % 2 else (far, near):

@@ -54,8 +54,8 @@ def run(path: str, batch_size: int, env_id: str, updates: int) -> tuple[int, flo
     the workers' resident MB)."""
     if path == "ours":
         trainer = Trainer(**hyperparameters(Config(batch_size=batch_size, env=env_id, seed=0)))
-        trainer.step()  # warm-up
-        timed = [(u.steps, u.seconds) for u in (trainer.step() for _ in range(updates))]
+        trainer.update()  # warm-up
+        timed = [(u.steps, u.seconds) for u in (trainer.update() for _ in range(updates))]
         actors = trainer.dealer.actors
     else:
         worker = RolloutWorker if path == "one worker per game" else DenseRolloutWorker

@@ -29,8 +29,8 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.common import ale_episode, emulator_episode, machine, table  # noqa: E402
 from pong.core.model import Model  # noqa: E402
-from pong.core.reference import episode_gradient_dense, rollout_dense  # noqa: E402
-from pong.core.rollout import episode_gradient, rollout  # noqa: E402
+from pong.core.reference import game_gradient_dense, play_game_dense  # noqa: E402
+from pong.core.rollout import game_gradient, play_game  # noqa: E402
 from pong.envs.make import make_env  # noqa: E402
 
 
@@ -60,11 +60,11 @@ def play(path: str, env: gym.Env, model: Model, rng: np.random.Generator, seed=N
     if path == "ale":
         return ale_episode(env, rng, seed)
     if path == "ours":
-        episode = rollout(model, env, rng, seed=seed)
-        episode_gradient(model, episode)
+        episode = play_game(model, env, rng, seed=seed)
+        game_gradient(model, episode)
     else:
-        episode = rollout_dense(model, env, rng, seed=seed)
-        episode_gradient_dense(model, episode)
+        episode = play_game_dense(model, env, rng, seed=seed)
+        game_gradient_dense(model, episode)
     return episode
 
 

@@ -63,11 +63,11 @@ def main() -> None:
     trainer = Trainer(
         **hyperparameters(Config(batch_size=args.batch_size, env="ALE/Pong-v5", seed=0))
     )
-    trainer.step()  # warm-up
+    trainer.update()  # warm-up
     ordered = "held" in Update.__dataclass_fields__
     if ordered:
         measure_held()
-    updates = [trainer.step() for _ in range(args.updates)]
+    updates = [trainer.update() for _ in range(args.updates)]
     steps, seconds = sum(u.steps for u in updates), sum(u.seconds for u in updates)
     rate = steps / seconds
     held = f"; at most {held_bytes[0] / 1e6:.2f} MB held back" if ordered else ""

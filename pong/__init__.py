@@ -3,9 +3,9 @@
 Four parts, each a subpackage:
 
 - ``pong.core``: the algorithm, importing nothing else of ours: ``preprocess``,
-  the two-layer ``Model`` and its RMSProp update, ``process_rewards``, the
-  ``rollout`` of one game and its ``episode_gradient``, the ``RolloutWorker``
-  Ray actor and the ``Trainer`` whose ``step`` is one update.
+  the two-layer ``Model`` and its RMSProp update, ``process_rewards``,
+  ``play_game`` (one game) and its ``game_gradient``, the ``RolloutWorker``
+  Ray actor and the ``Trainer`` whose ``update`` is one update.
 - ``pong.envs``: making the Pong envs, their seeded reset, and a toy Pong.
 - ``pong.run``: a run's settings, directory, checkpoint, metrics and printed lines.
 - ``pong.tools``: watching, exporting, plotting and comparing what runs made.
@@ -13,9 +13,8 @@ Four parts, each a subpackage:
 ``import pong`` loads this file and ``pong/core/__init__.py``, which lists the
 algorithm's names; no module of the four parts, and not Ray. ``from pong import
 Model`` (or ``RolloutWorker``, ``State``, ``Trainer``, ``process_rewards``,
-``episode_gradient``) loads the one module it comes from; ``preprocess`` and
-``rollout`` are imported from their modules, ``pong.core.preprocess`` and
-``pong.core.rollout``.
+``play_game``, ``game_gradient``) loads the one module it comes from; ``preprocess``
+is imported from its module, ``pong.core.preprocess``.
 """
 
 from __future__ import annotations

@@ -1,35 +1,25 @@
 """The algorithm: Karpathy's 2016 policy-gradient Pong, with Ray actors playing the games.
+It imports nothing else of ours. Read in this order; each module uses only those before it:
 
-Read in this order, the order the data flows:
-
-- ``preprocess``: an RGB frame -> the 6400 inputs, and a game's frames as the
-  pixels that changed each step.
-- ``model``: the two-layer policy network, its gradient and RMSProp.
-- ``rewards``: discounted returns, reset at each point.
+- ``preprocess``: an RGB frame -> 6400 inputs; a game's frames as the pixels that changed.
+- ``rewards``: discounted returns, reset at each point, and advantages.
+- ``model``: the policy network on sparse inputs: a game's storage, its gradient, RMSProp.
 - ``rollout``: one game played and stored, and its gradient.
+- ``reference``: the 2016 dense formulas, which the tests prove the sparse path equal to.
 - ``worker``: ``RolloutWorker``, the Ray actor that plays games.
-- ``schedule`` and ``train``: one update, as Ray's example has it; ``state``: what
-  a checkpoint holds.
-
-``reference`` keeps the 2016 program's dense formulas, which the tests prove
-the fast path equal to; training never calls it.
-
-It imports nothing else of ours: it takes plain hyperparameters and a function
-that makes an env, and gives back plain state.
+- ``schedule``: ``Dealer``, which deals an update's games to the workers.
+- ``state`` and ``train``: what a checkpoint holds, and the update: Ray's example's loop,
+  with one worker per CPU and results added in game order (docs/algorithm.md says why).
 """
 
 from __future__ import annotations
 
 import importlib
 
-_HOMES = {  # where each name lives; the actor and the trainer bring Ray with them
-    "Model": "model",
-    "RolloutWorker": "worker",
-    "State": "state",
-    "Trainer": "train",
-    "episode_gradient": "rollout",
-    "process_rewards": "rewards",
-}  # not ``preprocess`` and ``rollout``: the modules of those names would shadow them
+# Where each name lives; the actor and the trainer bring Ray with them. Not ``preprocess``:
+# its module, ``pong.core.preprocess``, would shadow it.
+_HOMES = dict(Model="model", RolloutWorker="worker", State="state", Trainer="train")
+_HOMES |= dict(game_gradient="rollout", play_game="rollout", process_rewards="rewards")
 __all__ = sorted(_HOMES)
 
 

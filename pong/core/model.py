@@ -1,24 +1,9 @@
-"""The policy network: a two-layer NumPy net from pixels to P(paddle up).
+"""The policy network: a two-layer NumPy net from pixels to P(paddle up), and RMSProp.
 
-Vocabulary, kept from Karpathy's 2016 program so the two read side by side:
-
-- ``H``, ``D``: hidden units and input size (80 x 80 difference frame).
-- ``W1`` (H, D) and ``W2`` (H,): the weights, in ``Model.weights``.
-- ``aprob``: probability of action 2 (paddle up) for one input ``x``.
-- ``epx`` (T, D), ``eph`` (T, H), ``epdlogp`` (T,): one episode's inputs, hidden
-  states and gradients of log P(action taken) w.r.t. the logit (``y - aprob``). As in
-  2016, ``epdlogp`` keeps its name once scaled by the advantages for the backward pass.
-- ``learning_rate``, ``decay_rate``: the RMSProp step size and cache decay
-  (their defaults are in ``pong.run.config.Config``).
-
-The 2016 formulas (``policy_forward``, ``policy_backward``) are dense, over all
-6400 inputs; ``pong.core.reference`` keeps them, and the tests compare. These are
-sparse, with the same numbers up to rounding: a difference frame has ~30 non-zero
-entries of 6400, each -1 or +1, so ``W1 @ x`` only needs those ~30 columns of
-``W1``, and an episode is stored as (step offsets, pixel indices, +-1 values) instead of a
-(T, D) float64 matrix. ``W1`` is kept in column-major (Fortran) order so that
-those columns are contiguous in memory.
-"""
+Names are 2016's: ``H`` hidden units, ``D`` inputs, ``W1`` (H, D), ``W2`` (H,), ``aprob`` =
+P(action 2); for a game of T steps ``epx`` (T, D) inputs, ``eph`` (T, H) hidden states,
+``epdlogp`` and ``epr`` (T,). These compute 2016's dense formulas (``pong.core.reference``)
+up to rounding, on the ~26 non-zero entries (each -1 or +1) of a difference frame."""
 
 from __future__ import annotations
 
@@ -27,19 +12,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = [
-    "D",
-    "H",
-    "Model",
-    "SparseGrad",
-    "zeros_like_weights",
-]
+__all__ = ["D", "H", "Model", "SparseGame", "SparseGrad", "zeros_like_weights"]
 
+H = 200  # hidden units
+D = 80 * 80  # inputs: an 80 x 80 difference frame
 BACKWARD_CHUNK = 64  # steps per block of the sparse backward pass (fastest here; small memory)
-
-H = 200  # number of hidden-layer neurons
-D = 80 * 80  # input dimensionality: an 80 x 80 difference frame
-rmsprop_eps = 1e-5  # keeps the RMSProp division finite where the cache is 0
 
 
 def sigmoid(x: float) -> float:
@@ -60,22 +37,28 @@ def zeros_like_weights(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: np.zeros_like(v) for k, v in weights.items()}
 
 
+class SparseGame(NamedTuple):
+    """One game of T steps as the fast path stores it: step ``t``'s input is
+    ``values[offsets[t]:offsets[t+1]]`` at pixels ``indices[offsets[t]:offsets[t+1]]``, zero
+    elsewhere. 8 bytes a step of offset, 3 per non-zero input (~26 a step), 25 of ReLU
+    pattern and 16 of ``epdlogp`` and reward: ~127 (benchmarks/single_core.py), where 2016's
+    ``epx`` and ``eph`` took 52.8 KB."""
+
+    offsets: np.ndarray  # (T + 1,) int64, from 0
+    indices: np.ndarray  # (N,) uint16 pixel indices
+    values: np.ndarray  # (N,) int8: -1, an object left; +1, one arrived
+    active: np.ndarray  # (T, 25) uint8 np.packbits(h > 0): all of eph the backward pass needs
+    epdlogp: np.ndarray  # (T,) y - aprob: d log P(action taken) / d logit (y = 1 for action 2)
+    epr: np.ndarray  # (T,) each step's reward
+
+
 class SparseGrad(NamedTuple):
-    """A gradient whose ``W1`` part is zero outside a few columns.
+    """A gradient whose ``W1`` is zero outside ``columns``: the pixels that changed in the game
+    (a few hundred of 6400), ~10x less to send."""
 
-    An episode's inputs touch only the pixels that ever changed (a few hundred
-    of 6400), so the other columns of its ``dW1`` are exactly zero. Sending the
-    non-zero ones is ~10x less data and adds up to the same sums.
-
-    Attributes:
-        columns: (K,) sorted pixel indices.
-        W1_columns: (H, K) the gradient's ``W1`` columns at those indices.
-        W2: (H,) the gradient's ``W2``.
-    """
-
-    columns: np.ndarray
-    W1_columns: np.ndarray
-    W2: np.ndarray
+    columns: np.ndarray  # (K,) sorted pixel indices
+    W1_columns: np.ndarray  # (H, K) the gradient's W1 at those columns
+    W2: np.ndarray  # (H,)
 
     def add_to(self, grad_buffer: dict[str, np.ndarray]) -> None:
         """``grad_buffer += self``, in place."""
@@ -83,33 +66,31 @@ class SparseGrad(NamedTuple):
         grad_buffer["W2"] += self.W2
 
     def is_finite(self) -> bool:
-        """True when no entry is NaN or infinite."""
         return bool(np.isfinite(self.W1_columns).all() and np.isfinite(self.W2).all())
 
 
+def block_inputs(game: SparseGame, start: int, stop: int, row_of: np.ndarray) -> tuple:
+    """``(touched, epx)``: steps ``start:stop``'s ``epx`` over only the pixels they touch,
+    ``touched`` (as rows of ``row_of``'s numbering); each entry to its step's row."""
+    first, last = int(game.offsets[start]), int(game.offsets[stop])
+    touched, column_of = np.unique(row_of[first:last], return_inverse=True)
+    step_of = np.repeat(np.arange(stop - start), np.diff(game.offsets[start : stop + 1]))
+    epx = np.zeros((stop - start, touched.size))
+    epx[step_of, column_of] = game.values[first:last]
+    return touched, epx
+
+
 class Model:
-    """Policy network ``x -> h = max(0, W1 @ x) -> aprob = sigmoid(W2 @ h)``.
-
-    Args:
-        seed: seed for the weight initialisation (``None``: fresh entropy).
-            ``W1`` and ``W2`` are standard normal draws divided by ``sqrt(D)``
-            and ``sqrt(H)`` ("Xavier" initialisation).
-
-    Example:
-        >>> model = Model(seed=0)
-        >>> model.weights["W1"].shape, model.weights["W2"].shape
-        ((200, 6400), (200,))
-        >>> aprob, h = model.policy_forward_sparse(np.array([], dtype=int), np.array([]))
-        >>> float(aprob), h.shape
-        (0.5, (200,))
+    """Policy network ``x -> h = max(0, W1 @ x) -> aprob = sigmoid(W2 @ h)``. ``W1`` and ``W2``
+    are standard normal draws from ``seed`` divided by ``sqrt(D)`` and ``sqrt(H)`` (LeCun's
+    1/sqrt(fan_in)). ``W1`` is column-major: the few columns an input touches are contiguous.
     """
 
     def __init__(self, seed: int | np.random.SeedSequence | None = None) -> None:
         rng = np.random.default_rng(seed)
         self.weights = {
-            # (H, D), column-major: the sparse forward pass reads whole columns
             "W1": np.asfortranarray(rng.standard_normal((H, D)) / np.sqrt(D)),
-            "W2": rng.standard_normal(H) / np.sqrt(H),  # (H,)
+            "W2": rng.standard_normal(H) / np.sqrt(H),
         }
 
     @classmethod
@@ -120,111 +101,51 @@ class Model:
         return model
 
     def policy_forward_sparse(self, idx: np.ndarray, val: np.ndarray) -> tuple[float, np.ndarray]:
-        """The 2016 ``policy_forward`` for an input given by its non-zero entries.
-
-        Args:
-            idx: (K,) indices of the non-zero inputs (distinct).
-            val: (K,) float64 values at those indices.
-
-        Returns:
-            ``(aprob, h)``: the probability of action 2 and the (H,) hidden state, equal
-            to the dense ``policy_forward(x)`` up to rounding.
-        """
+        """2016's ``policy_forward`` for the input with values ``val`` at the distinct
+        indices ``idx``: ``(aprob, h)``."""
         h = self.weights["W1"][:, idx] @ val  # (H,): only the K columns that matter
-        np.maximum(h, 0, out=h)  # ReLU, in one call (h[h < 0] = 0 would keep a -0.0)
+        np.maximum(h, 0, out=h)  # ReLU (h[h < 0] = 0 would keep a -0.0)
         return sigmoid(float(self.weights["W2"] @ h)), h
 
-    def policy_backward_sparse(
-        self,
-        offsets: np.ndarray,
-        indices: np.ndarray,
-        values: np.ndarray,
-        active: np.ndarray,
-        epdlogp: np.ndarray,
-    ) -> SparseGrad:
-        """The 2016 ``policy_backward`` for an episode stored sparsely; never builds (T, D).
+    def policy_backward_sparse(self, game: SparseGame, epdlogp: np.ndarray) -> SparseGrad:
+        """2016's ``policy_backward`` for ``game``, with ``epdlogp`` (T,) already scaled by the
+        advantages, never building the (T, D) ``epx``.
 
-        Step ``t``'s input has the values ``values[offsets[t]:offsets[t+1]]`` at
-        ``indices[offsets[t]:offsets[t+1]]``. Instead of the hidden states
-        (1.6 KB a step), only their ReLU pattern is needed: which units were
-        positive (25 bytes a step). With ``G[j] = sum_t epdlogp[t] * active[t, j] * x_t``:
-
-        - ``dW1[j] = W2[j] * G[j]``, as ``dh.T @ epx`` with ``dh = outer(epdlogp, W2)``
-          zeroed where the unit was off;
-        - ``dW2[j] = sum_t epdlogp[t] * h[t, j] = W1[j] . G[j]``, since
-          ``h[t, j] = W1[j] . x_t`` wherever the unit was on.
-
-        ``G`` is built a block of steps at a time, as ``dh.T @ epx`` over the few
-        hundred pixels that changed in the block: never the (T, D) matrix.
-
-        Takes ``offsets`` (T + 1,) from 0, ``indices`` and ``values`` (N,) (-1 or +1),
-        ``active`` (T, 25) uint8 (``np.packbits(h > 0)`` per step) and ``epdlogp`` (T,);
-        returns the gradient of ``sum_t epdlogp[t] * logit_t``, as the dense one up to rounding.
+        Derivation: let ``on[t, j] = eph[t, j] > 0`` and ``G[j] = sum_t epdlogp[t] * on[t, j]
+        * x_t``. 2016's ``dh = outer(epdlogp, W2)`` zeroed where off gives ``dW1[j] = (dh.T @
+        epx)[j] = W2[j] * G[j]``; and since ``eph[t, j] = W1[j] . x_t`` where on, ``dW2[j] =
+        sum_t epdlogp[t] * eph[t, j] = W1[j] . G[j]``. So only the ReLU pattern is needed,
+        and ``G`` is summed ``BACKWARD_CHUNK`` steps at a time over the pixels they touch.
         """
         W1, W2 = self.weights["W1"], self.weights["W2"]
-        epdlogp, offsets = np.asarray(epdlogp, dtype=np.float64).ravel(), np.asarray(offsets)
-        T = epdlogp.size
-        # Only pixels that ever changed get a non-zero column; `row_of` maps each
-        # stored entry to its pixel's row in GT.
-        columns, row_of = np.unique(indices, return_inverse=True)
-        GT = np.zeros((columns.size, H))  # (K, H): row k is column columns[k] of G
-        for start in range(0, T, BACKWARD_CHUNK):
-            stop = min(start + BACKWARD_CHUNK, T)
-            first, last = int(offsets[start]), int(offsets[stop])  # the block's entries
-            if first == last:
+        epdlogp = np.asarray(epdlogp, dtype=np.float64).ravel()
+        # Only pixels that ever changed get a non-zero column; row_of: each entry's row in GT
+        columns, row_of = np.unique(game.indices, return_inverse=True)
+        GT = np.zeros((columns.size, H))  # G transposed, over those pixels only
+        for start in range(0, epdlogp.size, BACKWARD_CHUNK):
+            stop = min(start + BACKWARD_CHUNK, epdlogp.size)
+            if game.offsets[start] == game.offsets[stop]:
                 continue  # no pixel changed in these steps
-            on = np.unpackbits(active[start:stop], axis=1, count=H)  # (block, H) of 0 and 1
-            dh = epdlogp[start:stop, None] * on  # (block, H): dh without the factor W2
-            # The block's inputs, dense over only the pixels that changed in it: `touched`
-            # are their rows in GT; each entry goes to its step's row, its pixel's column.
-            touched, column_of = np.unique(row_of[first:last], return_inverse=True)
-            step_of = np.repeat(np.arange(stop - start), np.diff(offsets[start : stop + 1]))
-            epx = np.zeros((stop - start, touched.size))  # (block, touched)
-            epx[step_of, column_of] = values[first:last]
-            GT[touched] += epx.T @ dh  # (touched, H)
-        dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # (H,): row-wise W1[j] . G[j]
+            on = np.unpackbits(game.active[start:stop], axis=1, count=H)  # (block, H)
+            touched, epx = block_inputs(game, start, stop, row_of)
+            GT[touched] += epx.T @ (epdlogp[start:stop, None] * on)
+        dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # row-wise W1[j] . G[j]
         return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 
-    def update(
-        self,
-        grad_buffer: dict[str, np.ndarray],
-        rmsprop_cache: dict[str, np.ndarray],
-        learning_rate: float,
-        decay_rate: float,
-    ) -> None:
-        """One RMSProp step of gradient ASCENT: new arrays replace the old in ``self.weights``
-        and ``rmsprop_cache`` (an array held elsewhere keeps its values).
-
-        ``cache = decay_rate * cache + (1 - decay_rate) * g**2``;
-        ``W += learning_rate * g / (sqrt(cache) + 1e-5)``.
-
-        Computed as those two lines are, operation for operation, but into 3 new
-        arrays rather than 9: the workers wait while the driver does this.
-
-        Raises:
-            FloatingPointError: a gradient entry is NaN or infinite, or the step
-                would make a weight or the cache so (it overflowed); then
-                nothing (weights or cache) has been modified.
-        """
+    def update(self, grad_buffer: dict, rmsprop_cache: dict, learning_rate, decay_rate) -> None:
+        """RMSProp ascent as 2016's two lines (fused, no faster: benchmarks/README.md); new
+        arrays replace the old in ``self.weights`` and ``rmsprop_cache``, which a checkpoint
+        may hold. A ``FloatingPointError``, changing nothing, where any of it is not finite."""
         for k in self.weights:
             if not np.all(np.isfinite(grad_buffer[k])):
                 raise FloatingPointError(f"refusing a non-finite gradient for {k}")
         new = {}
         for k, w in self.weights.items():
             g = grad_buffer[k]
-            with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
-                cache = decay_rate * rmsprop_cache[k]  # new cache (the old may be referenced)
-                scratch = g * g  # g**2
-                scratch *= 1 - decay_rate
-                cache += scratch
-                np.sqrt(cache, out=scratch)
-                scratch += rmsprop_eps
-                step = learning_rate * g  # new weights (the old ones may be referenced)
-                step /= scratch
-                step += w
-            new[k] = cache, step
-        for k, (cache, step) in new.items():
-            if not (np.isfinite(step).all() and np.isfinite(cache).all()):
-                raise FloatingPointError(f"the step would make {k} or its cache non-finite")
-        for k, (cache, step) in new.items():
-            rmsprop_cache[k], self.weights[k] = cache, step
+            with np.errstate(over="ignore", invalid="ignore"):  # refused below instead
+                cache = decay_rate * rmsprop_cache[k] + (1 - decay_rate) * g**2
+                new[k] = cache, w + learning_rate * g / (np.sqrt(cache) + 1e-5)
+            if not (np.isfinite(new[k][0]).all() and np.isfinite(new[k][1]).all()):
+                raise FloatingPointError(f"the update would make {k} or its cache non-finite")
+        for k, (cache, w) in new.items():
+            rmsprop_cache[k], self.weights[k] = cache, w

@@ -1,12 +1,6 @@
-"""Preprocessing: one 210 x 160 x 3 RGB Pong frame -> 6400 inputs of 0 or 1, and
-a game's frames as what the policy sees: how each step changed them.
-
-``GymFrames`` steps an env and gives, each step, the pixels whose 0 or 1 changed
-(an object arrived or left): the non-zero entries of the 2016 program's
-difference frame ``preprocess(now) - preprocess(before)``, without the 6400-float
-vectors. ``frames_of(env)`` takes the env's own faster reader of the same frames
-where it offers one (``pong.envs`` gives Atari Pong one: ``env.fast_frames()``).
-"""
+"""Preprocessing: one 210 x 160 x 3 RGB Pong frame -> 6400 inputs of 0 or 1, and a game's
+frames as the pixels whose 0 or 1 changed each step: the non-zero entries of 2016's
+difference frame ``preprocess(now) - preprocess(before)``, without the 6400 floats."""
 
 from __future__ import annotations
 
@@ -19,8 +13,7 @@ __all__ = ["BACKGROUND", "FIELD", "Frames", "GymFrames", "binarize", "frames_of"
 __all__ += ["preprocess"]
 
 BACKGROUND = (144, 109)  # red-channel values of Pong's two background colours
-# Rows 35..194 (the playing field, without the score), every second row and column.
-FIELD = (slice(35, 195, 2), slice(None, None, 2))
+FIELD = (slice(35, 195, 2), slice(None, None, 2))  # the field without the score, every 2nd pixel
 
 
 def is_object(red: np.ndarray) -> np.ndarray:
@@ -29,7 +22,7 @@ def is_object(red: np.ndarray) -> np.ndarray:
 
 
 def binarize(frame: np.ndarray) -> np.ndarray:
-    """``preprocess`` as a (6400,) bool array: what the fast path stores and differences.
+    """A (210, 160, 3) frame's ``FIELD``, red channel, ``is_object``: the (6400,) bool inputs.
 
     Example:
         >>> frame = np.full((210, 160, 3), 109, dtype=np.uint8)
@@ -39,47 +32,29 @@ def binarize(frame: np.ndarray) -> np.ndarray:
     """
     if frame.shape != (210, 160, 3):
         raise ValueError(f"expected a (210, 160, 3) Pong frame, got shape {frame.shape}")
-    # A contiguous (80, 80) copy: nothing is written into the frame, and the two
-    # comparisons of is_object run on 6400 packed bytes rather than a strided view.
+    # A contiguous copy: the frame is never written, and is_object runs on 6400 packed bytes
     return is_object(np.ascontiguousarray(frame[FIELD][..., 0])).ravel()
 
 
 def preprocess(frame: np.ndarray) -> np.ndarray:
-    """Crop, downsample and binarise one frame.
-
-    Rows 35..194 (the playing field, without the score), every second row and
-    column, red channel: an 80 x 80 image. Background pixels become 0, every
-    other pixel (paddles, ball) becomes 1. The caller's frame is not modified
-    (the original wrote into it).
-
-    Args:
-        frame: (210, 160, 3) uint8 RGB observation.
-
-    Returns:
-        (6400,) float64 array of 0.0 and 1.0.
-
-    Example:
-        >>> frame = np.full((210, 160, 3), 144, dtype=np.uint8)
-        >>> frame[35, 0, 0] = 236  # the ball, in the first kept pixel
-        >>> x = preprocess(frame)
-        >>> x.shape, float(x.sum()), float(x[0])
-        ((6400,), 1.0, 1.0)
-    """
+    """2016's ``prepro``: ``binarize`` as (6400,) float64, 0 for background and 1 for a paddle
+    or the ball. Unlike 2016's, it does not write into the caller's frame."""
     return binarize(frame).astype(np.float64)
 
 
 class Frames(Protocol):
-    """What a rollout reads a game through: ``GymFrames``, or an env's faster equal."""
+    """What ``play_game`` reads a game through: ``GymFrames``, or an env's faster equal."""
 
     def reset(self, seed: int | None = None) -> np.ndarray:
         """Start a game; its first frame, binarized: (D,) bool."""
 
     def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
-        """``(changed, arrived, reward, done)`` for one action: see ``GymFrames.step``."""
+        """``(changed, arrived, reward, done)`` for one action: the (K,) sorted pixels whose
+        boolean changed, their new values (True: an object arrived), and the game's end."""
 
 
 class GymFrames:
-    """Steps ``env`` through Gymnasium and binarizes each observation: any env, any wrapper.
+    """Steps ``env`` through Gymnasium and binarizes each observation: any env or wrapper.
 
     Example:
         >>> from pong.envs.make import make_env
@@ -103,12 +78,7 @@ class GymFrames:
         return self.frame
 
     def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
-        """``(changed, arrived, reward, done)`` for one action.
-
-        ``changed``: (K,) sorted indices of the pixels whose boolean changed since
-        the last frame; ``arrived``: (K,) bool, their new values (True: an object
-        arrived there, False: it left); ``done``: whether the game ended.
-        """
+        """``Frames.step``."""
         observation, reward, terminated, truncated, _ = self.env.step(action)
         frame = binarize(observation)
         changed = np.flatnonzero(frame != self.frame)
@@ -117,8 +87,8 @@ class GymFrames:
 
 
 def frames_of(env: gym.Env) -> Frames:
-    """``env.fast_frames()``, where ``env`` offers a faster reader of the same frames; else
-    ``GymFrames(env)``. A wrapper put around such an env hides it: what the wrapper
-    sees (a recorder, say) is then what is read."""
+    """``env.fast_frames()``, where ``env`` offers a faster reader of the same frames (as
+    ``pong.envs`` gives Atari Pong), else ``GymFrames(env)``. A wrapper hides it: what the
+    wrapper sees (a recorder, say) is then what is read."""
     fast = getattr(env, "fast_frames", None)
     return fast() if callable(fast) else GymFrames(env)

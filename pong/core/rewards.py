@@ -1,4 +1,4 @@
-"""Reward helpers: discounted returns with Pong's per-point reset, and advantages."""
+"""A game's rewards -> its discounted returns, reset at each point, and its advantages."""
 
 from __future__ import annotations
 
@@ -6,21 +6,13 @@ import numpy as np
 
 __all__ = ["advantages", "gamma", "process_rewards"]
 
-gamma = 0.99  # discount factor for reward
+gamma = 0.99  # discount factor
 
 
 def process_rewards(r: np.ndarray, gamma: float = gamma) -> np.ndarray:
-    """Discounted returns, computed backwards in time.
-
-    A non-zero reward means a point just ended (Pong-specific), so the running
-    sum restarts there: a point's outcome is not credited to the point before.
-
-    Args:
-        r: (T,) rewards, one per step.
-        gamma: discount factor.
-
-    Returns:
-        (T,) float64 discounted returns.
+    """2016's ``discount_rewards``: the (T,) float64 discounted returns of the (T,) rewards
+    ``r``, summed backwards. A non-zero reward ends a point (in Pong), so the sum restarts
+    there: a point's outcome is not credited to the point before.
 
     Example:
         >>> process_rewards(np.array([0.0, 0.0, 1.0, 0.0, -1.0]), gamma=0.5)
@@ -38,28 +30,22 @@ def process_rewards(r: np.ndarray, gamma: float = gamma) -> np.ndarray:
 
 
 def advantages(r: np.ndarray, gamma: float = gamma) -> tuple[np.ndarray, str | None]:
-    """Standardised discounted returns of one episode's (T,) rewards: its advantages.
-
-    Returns ``(adv, note)``: (T,) float64 with mean 0 and standard deviation
-    1, and ``None``. Where the returns are all equal (a game cut short before
-    any point) the 2016 program divided by zero into NaN weights; here the
-    advantages are zeros and the note says why.
+    """A game's advantages: its returns standardised to mean 0 and standard deviation 1,
+    as ``(adv, None)``. Where the returns are all equal (a game cut short before any point)
+    2016 divided by zero into NaN weights; here they are zeros, and the note says why.
 
     Example:
         >>> adv, note = advantages(np.array([0.0, 1.0]), gamma=0.5)
         >>> adv, note
         (array([-1.,  1.]), None)
         >>> advantages(np.zeros(3))[1]
-        'returns constant over the 3-step episode (std 0): zero gradient instead of NaN'
+        'returns constant over the 3-step game (std 0): zero gradient instead of NaN'
     """
     returns = process_rewards(r, gamma)
     returns -= np.mean(returns)
     std = np.std(returns)
     if not std > 0 or not np.isfinite(std):
-        note = (
-            f"returns constant over the {returns.size}-step episode (std {std:g}):"
-            " zero gradient instead of NaN"
-        )
-        return np.zeros_like(returns), note
+        why = f"returns constant over the {returns.size}-step game (std {std:g})"
+        return np.zeros_like(returns), f"{why}: zero gradient instead of NaN"
     returns /= std
     return returns, None

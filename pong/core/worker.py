@@ -1,4 +1,5 @@
-"""The Ray actor that plays Pong: it owns one env and returns one episode's gradient."""
+"""``RolloutWorker``, the Ray actor that plays games: it owns one env and returns a game's
+gradient; and each game's seed."""
 
 from __future__ import annotations
 
@@ -12,64 +13,55 @@ import numpy as np
 import ray
 
 from pong.core.model import Model, SparseGrad
-from pong.core.rollout import episode_gradient, rollout
+from pong.core.rollout import game_gradient, play_game
 
-__all__ = [
-    "MAX_RESTARTS",
-    "WORKER_MEMORY",
-    "Result",
-    "RolloutWorker",
-    "game_randomness",
-    "game_seed",
-]
+__all__ = ["MAX_RESTARTS", "WORKER_MEMORY", "Result", "RolloutWorker", "game_randomness"]
+__all__ += ["game_seed"]
 
-# A worker whose process dies (killed, out of memory, node lost) is started again
-# by Ray up to this many times, and its game dealt to another worker (Ray does
-# not retry it: pong.core.schedule deals it); after that the worker is gone.
+# Ray restarts a worker whose process dies up to this many times; its game is dealt again by
+# pong.core.schedule, not retried by Ray.
 MAX_RESTARTS = 3
-
-# What Ray reserves for a RolloutWorker: 72 MiB, just above the 66-68 MiB of its own (private)
-# that one playing Pong was measured to hold (benchmarks/README.md, "Memory of a worker").
+# Just above the 66-68 MiB a worker playing Pong holds (benchmarks/README.md, "Memory of a
+# worker"): Ray places no more workers on a node than its memory holds.
 WORKER_MEMORY = 72 * 2**20
 
 
-class Result(NamedTuple):
-    """What a worker returns for one episode.
+def game_seed(seed: int, update: int, game: int) -> np.random.SeedSequence:
+    """The seed of game ``game`` (from 0) of update ``update`` (from 1) of a run's ``seed``:
+    independent of the weights' seed (spawn key ``(0,)``) and of every other game."""
+    return np.random.SeedSequence(seed, spawn_key=(update, game))
 
-    Attributes:
-        grad: the episode's policy gradient, ``W1`` as its non-zero columns.
-        reward: the episode's total reward (points won minus points lost).
-        steps: number of env steps.
-        note: ``None``, or one line on what was done about a degenerate episode.
-        node: id of the Ray node the game was played on (``None``: unknown).
-    """
+
+def game_randomness(seed: np.random.SeedSequence | int | None) -> tuple[np.random.Generator, int]:
+    """A game's action draws and its env's reset seed: the two children ``seed.spawn(2)``
+    gives, made by their spawn keys so that every call gives the same two (``spawn`` counts
+    its calls on one object)."""
+    if not isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed)
+    actions, reset = (
+        np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)) for k in (0, 1)
+    )
+    return np.random.default_rng(actions), int(reset.generate_state(1)[0])
+
+
+class Result(NamedTuple):
+    """What a worker returns for one game."""
 
     grad: SparseGrad
-    reward: float
-    steps: int
-    note: str | None
-    node: str | None = None
+    score: float  # points won minus points lost
+    steps: int  # env steps
+    note: str | None  # why the gradient is zero, if it is
+    node: str | None = None  # the Ray node's id
 
 
-# One CPU held for the worker's life, so Ray places at most one per CPU: a worker
-# that finds no free CPU waits for one rather than crowding a busy node. Ray also sets
-# OMP_NUM_THREADS to it before this module (and NumPy's BLAS) loads in the worker, so the
-# small matrix products run single-threaded, not one thread per core in every worker.
+# One CPU for the worker's life: Ray places at most one per CPU, and sets OMP_NUM_THREADS=1
+# before NumPy loads in it, so BLAS runs one thread, not one per core in every worker.
 # ``abandon`` runs in a thread of its own ("control"), beside the game being played.
-@ray.remote(
-    num_cpus=1,
-    memory=WORKER_MEMORY,
-    max_restarts=MAX_RESTARTS,
-    max_task_retries=0,
-    concurrency_groups={"control": 1},
-)
+@ray.remote(num_cpus=1, memory=WORKER_MEMORY, max_restarts=MAX_RESTARTS, max_task_retries=0,
+            concurrency_groups={"control": 1})  # fmt: skip
 class RolloutWorker:
-    """Owns one env, created once; plays one episode per ``compute_gradient`` call.
-
-    Args:
-        make_env: makes the env, as Gymnasium's vector envs take env functions
-            (``pong.envs.make.env_maker`` makes one for an env id).
-    """
+    """Owns one env, made once by ``make_env`` (``pong.envs.make.env_maker``); plays one
+    game per ``compute_gradient`` call."""
 
     def __init__(self, make_env: Callable[[], gym.Env]) -> None:
         self.env = make_env()
@@ -79,25 +71,20 @@ class RolloutWorker:
     def compute_gradient(
         self, model: Model, seed: np.random.SeedSequence | int | None, copy: int | None = None
     ) -> Result | None:
-        """Play the game of ``seed`` with ``model``; its gradient and reward (``None``: this
-        ``copy`` of the game was abandoned, another worker having answered it first).
-
-        ``seed`` (see ``game_seed``) seeds the env's reset and the action draws,
-        so a game is the same whichever worker plays it (``None``: fresh entropy).
-        """
+        """Play the game of ``seed`` (``game_seed``: the same game on any worker) with
+        ``model``; ``None`` if this ``copy`` of it was abandoned."""
         rng, reset_seed = game_randomness(seed)
         stop = None if copy is None else (lambda: copy in self.abandoned)
-        episode = rollout(model, self.env, rng, seed=reset_seed, stop=stop)
-        if episode is None:
+        game = play_game(model, self.env, rng, seed=reset_seed, stop=stop)
+        if game is None:
             return None
-        grad, note = episode_gradient(model, episode)
-        return Result(grad, float(episode.epr.sum()), len(episode.epr), note, self.node)
+        grad, note = game_gradient(model, game)
+        return Result(grad, float(game.epr.sum()), len(game.epr), note, self.node)
 
     @ray.method(concurrency_group="control")
     def abandon(self, copy: int) -> None:
-        """Stop the game dealt as ``copy`` (a number the dealer gives each game it deals) if
-        it is being played, or once it starts: another worker answered it first. Only the
-        last thousand numbers are kept."""
+        """Stop the game dealt as ``copy`` (the dealer numbers each game it deals), now or
+        once it starts: another worker answered it. The last thousand numbers are kept."""
         kept = {c for c in self.abandoned if c > copy - 1000}
         self.abandoned = frozenset(kept | {copy})  # one assignment: thread-safe
 
@@ -106,32 +93,4 @@ class RolloutWorker:
         with warnings.catch_warnings():  # Ray's property calls a deprecated API of its own
             warnings.simplefilter("ignore", DeprecationWarning)
             restarted = ray.get_runtime_context().was_current_actor_reconstructed
-        return {
-            "node_id": self.node,
-            "restarted": restarted,
-            "pid": os.getpid(),
-        }
-
-
-def game_seed(seed: int, iteration: int, game: int) -> np.random.SeedSequence:
-    """The seed of game ``game`` (from 0) of update ``iteration`` (from 1) of a run's ``seed``.
-
-    Independent of the weights' seed (spawn key ``(0,)``) and of every other game.
-    """
-    return np.random.SeedSequence(seed, spawn_key=(iteration, game))
-
-
-def game_randomness(
-    seed: np.random.SeedSequence | int | None,
-) -> tuple[np.random.Generator, int]:
-    """A game's action draws and its env's reset seed, from the game's ``seed``.
-
-    They are the two children ``seed.spawn(2)`` gives, made here by their spawn keys, so
-    that each call gives the same two (``spawn`` counts its calls on one object).
-    """
-    if not isinstance(seed, np.random.SeedSequence):
-        seed = np.random.SeedSequence(seed)
-    actions, reset = (
-        np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)) for k in (0, 1)
-    )
-    return np.random.default_rng(actions), int(reset.generate_state(1)[0])
+        return {"node_id": self.node, "restarted": restarted, "pid": os.getpid()}

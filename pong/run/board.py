@@ -49,7 +49,7 @@ class Board:
     def record(self, update: Update, trainer: Trainer) -> None:
         """The scalars of the update ``trainer`` just made, flushed."""
         step = trainer.steps - update.steps
-        for reward, length in zip(update.rewards, update.lengths, strict=True):
+        for reward, length in zip(update.scores, update.lengths, strict=True):
             step += length
             self._scalar("charts/episodic_return", reward, step)
             self._scalar("charts/episodic_length", length, step)

@@ -71,7 +71,7 @@ class MetricsLog:
 
     def record(self, update: Update, trainer: Trainer) -> None:
         """The rows of the update ``trainer`` just made, flushed."""
-        rewards, first = update.rewards, trainer.episodes - update.played + 1
+        rewards, first = update.scores, trainer.episodes - update.played + 1
         values = (update.iteration, trainer.episodes, trainer.steps, round(update.seconds, 4))
         values += (round(update.steps_per_second, 1), trainer.running_reward)
         values += (sum(rewards) / len(rewards), min(rewards), max(rewards))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+import ray
+
 from pong.core.train import Trainer, Update
 from pong.run.cluster import ClusterError
 from pong.run.config import Options, hyperparameters
@@ -16,6 +18,12 @@ from pong.run.stops import Stops
 from pong.tools import snapshot
 
 __all__ = ["train"]
+
+
+def _placement() -> dict | None:
+    """How the workers are placed: in a sweep's trial, in its Tune placement group (``{}``:
+    Ray's default there), which the trainer's own default, SPREAD, would overrule."""
+    return {} if ray.util.get_current_placement_group() is not None else None
 
 
 def train(
@@ -34,7 +42,8 @@ def train(
     try:
         trainer = Trainer(
             **hyperparameters(run.config), state=run.initial, workers=options.workers,
-            say=lambda line: print(line, flush=True), wait_for_workers=options.wait_for_workers,
+            placement=_placement(), say=lambda line: print(line, flush=True),
+            wait_for_workers=options.wait_for_workers,
         )  # fmt: skip
         print(started(trainer), flush=True)
         while (iterations is None or trainer.iteration - first < iterations) and not reached(

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 
 from pong.core.model import Model
-from pong.core.rollout import rollout
+from pong.core.rollout import play_game
 from pong.envs.make import check_env, make_env
 from pong.run.checkpoint import CheckpointError, load
 from pong.run.config import Evaluation, fresh_seed
@@ -29,13 +29,13 @@ def play_games(
     """Play ``games`` games, sampling actions as in training; yield each ``Score`` as it ends.
     Game ``i`` is seeded with ``seed + i``, env reset and action draws alike, so two policies
     meet the same games, and ``seed=seed + i, games=1`` plays game ``i`` again. ``on_frame`` is
-    handed every frame, by a wrapper (so ``rollout`` reads the frames through Gymnasium)."""
+    handed every frame, by a wrapper (so ``play_game`` reads the frames through Gymnasium)."""
     env = make_env(env_id)
     if on_frame is not None:  # (on_frame returns None)
         env = gym.wrappers.TransformObservation(env, lambda frame: on_frame(frame) or frame, None)
     with env:  # closed however the games end
         for game_seed in range(seed, seed + games):
-            rewards = rollout(model, env, np.random.default_rng(game_seed), seed=game_seed).epr
+            rewards = play_game(model, env, np.random.default_rng(game_seed), seed=game_seed).epr
             yield int((rewards > 0).sum()), int((rewards < 0).sum()), len(rewards)
 
 

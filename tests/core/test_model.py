@@ -3,11 +3,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pong.core.model import D, H, Model, zeros_like_weights
+from pong.core.model import D, H, Model, SparseGame, zeros_like_weights
 from pong.core.reference import dense_grad, policy_backward, policy_forward
 
 
-def random_episode(model: Model, T: int, rng: np.random.Generator):
+def random_game(model: Model, T: int, rng: np.random.Generator):
     """Sparse +-1 inputs like real difference frames, and the actions they sample."""
     epx = np.zeros((T, D))
     for t in range(T):
@@ -58,7 +58,7 @@ def test_policy_backward_matches_finite_differences() -> None:
     rng = np.random.default_rng(2)
     model = Model(seed=2)
     T = 12
-    epx, eph, y, p = random_episode(model, T, rng)
+    epx, eph, y, p = random_game(model, T, rng)
     adv = rng.standard_normal(T)
     grad = policy_backward(model, eph, epx, (y - p) * adv)
     assert grad["W1"].shape == (H, D) and grad["W2"].shape == (H,)
@@ -148,10 +148,10 @@ def test_update_refuses_a_non_finite_gradient_or_step_and_changes_nothing(bad, m
         assert not cache[k].any()
 
 
-def sparse_episode(T: int, rng: np.random.Generator):
-    """Random sparse +-1 inputs as (offsets, indices, values), some steps empty."""
+def sparse_inputs(T: int, rng: np.random.Generator):
+    """Random sparse +-1 inputs as (offsets, indices, values, epx), some steps empty."""
     counts = rng.integers(0, 40, T)
-    counts[0] = 0  # the first step of an episode has no input
+    counts[0] = 0  # the first step of a game has no input
     indices = np.concatenate([rng.choice(D, c, replace=False) for c in counts]).astype(np.uint16)
     values = rng.choice(np.array([-1, 1], np.int8), indices.size)
     offsets = np.concatenate([[0], np.cumsum(counts)])
@@ -164,7 +164,7 @@ def sparse_episode(T: int, rng: np.random.Generator):
 def test_sparse_forward_matches_dense_forward() -> None:
     rng = np.random.default_rng(6)
     model = Model(seed=6)
-    offsets, indices, values, epx = sparse_episode(5, rng)
+    offsets, indices, values, epx = sparse_inputs(5, rng)
     for t in range(5):
         i, v = indices[offsets[t] : offsets[t + 1]], values[offsets[t] : offsets[t + 1]]
         aprob, h = model.policy_forward_sparse(i, v.astype(float))
@@ -178,12 +178,13 @@ def test_sparse_backward_matches_dense_backward() -> None:
     model = Model(seed=7)
     model.weights["W2"] *= 10
     T = 2500  # many BACKWARD_CHUNKs
-    offsets, indices, values, epx = sparse_episode(T, rng)
+    offsets, indices, values, epx = sparse_inputs(T, rng)
     eph = np.maximum(0, epx @ model.weights["W1"].T)
     epdlogp = rng.standard_normal(T)
     dense = policy_backward(model, eph, epx, epdlogp)
     active = np.packbits(eph > 0, axis=1)
-    sparse = model.policy_backward_sparse(offsets, indices, values, active, epdlogp)
+    game = SparseGame(offsets, indices, values, active, epdlogp, np.zeros(T))
+    sparse = model.policy_backward_sparse(game, epdlogp)
     assert np.all(np.diff(sparse.columns) > 0)
     np.testing.assert_array_equal(sparse.columns, np.flatnonzero(np.abs(epx).sum(0)))
     for k in ("W1", "W2"):
@@ -193,9 +194,11 @@ def test_sparse_backward_matches_dense_backward() -> None:
 def test_sparse_grad_adds_like_the_dense_gradient() -> None:
     rng = np.random.default_rng(8)
     model = Model(seed=8)
-    offsets, indices, values, epx = sparse_episode(50, rng)
+    offsets, indices, values, epx = sparse_inputs(50, rng)
     active = np.packbits(epx @ model.weights["W1"].T > 0, axis=1)
-    grad = model.policy_backward_sparse(offsets, indices, values, active, rng.standard_normal(50))
+    epdlogp = rng.standard_normal(50)
+    game = SparseGame(offsets, indices, values, active, epdlogp, np.zeros(50))
+    grad = model.policy_backward_sparse(game, epdlogp)
     buffer = {k: rng.standard_normal(v.shape) for k, v in model.weights.items()}
     expected = {k: buffer[k] + dense_grad(grad)[k] for k in buffer}
     grad.add_to(buffer)

@@ -7,12 +7,12 @@ from pong.core.model import D, H, Model
 from pong.core.reference import (
     dense_grad,
     dense_inputs,
-    episode_gradient_dense,
+    game_gradient_dense,
+    play_game_dense,
     policy_forward,
-    rollout_dense,
 )
 from pong.core.rewards import advantages
-from pong.core.rollout import episode_gradient, rollout
+from pong.core.rollout import game_gradient, play_game
 from pong.envs.make import make_env
 
 pytestmark = pytest.mark.ale
@@ -23,19 +23,19 @@ def played():
     """One real game of ALE/Pong-v5 with a fresh policy (about 1,000 steps)."""
     env = make_env()
     model = Model(seed=0)
-    episode = rollout_dense(model, env, np.random.default_rng(0), seed=0)
+    game = play_game_dense(model, env, np.random.default_rng(0), seed=0)
     env.close()
-    return model, episode
+    return model, game
 
 
-def test_episode_shapes(played) -> None:
+def test_dense_game_shapes(played) -> None:
     _, ep = played
     T = len(ep.epr)
     assert ep.epx.shape == (T, D) and ep.eph.shape == (T, H)
     assert ep.epdlogp.shape == (T,) and ep.epr.shape == (T,)
 
 
-def test_episode_is_one_whole_game(played) -> None:
+def test_a_game_is_one_whole_game(played) -> None:
     _, ep = played
     assert set(np.unique(ep.epr)) <= {-1.0, 0.0, 1.0}
     won, lost = int((ep.epr == 1).sum()), int((ep.epr == -1).sum())
@@ -59,9 +59,9 @@ def test_stored_hidden_states_and_labels_match_the_model(played) -> None:
         assert ep.epdlogp[t] in (1 - aprob, -aprob)  # y - aprob with y in {0, 1}
 
 
-def test_episode_gradient_is_the_dense_formula(played) -> None:
+def test_game_gradient_is_the_dense_formula(played) -> None:
     model, ep = played
-    grad, note = episode_gradient_dense(model, ep)
+    grad, note = game_gradient_dense(model, ep)
     assert note is None
     adv, _ = advantages(ep.epr)
     W2 = model.weights["W2"]
@@ -72,15 +72,15 @@ def test_episode_gradient_is_the_dense_formula(played) -> None:
     np.testing.assert_allclose(grad["W1"], dW1, rtol=1e-9, atol=1e-12)
 
 
-def test_same_seeds_give_the_same_episode_and_gradient(played) -> None:
+def test_same_seeds_give_the_same_game_and_gradient(played) -> None:
     model, ep = played
     env = make_env()
-    again = rollout_dense(model, env, np.random.default_rng(0), seed=0)
+    again = play_game_dense(model, env, np.random.default_rng(0), seed=0)
     env.close()
     np.testing.assert_array_equal(again.epr, ep.epr)
     np.testing.assert_array_equal(again.epdlogp, ep.epdlogp)
     np.testing.assert_array_equal(
-        episode_gradient_dense(model, again)[0]["W1"], episode_gradient_dense(model, ep)[0]["W1"]
+        game_gradient_dense(model, again)[0]["W1"], game_gradient_dense(model, ep)[0]["W1"]
     )
 
 
@@ -92,8 +92,8 @@ def test_fast_path_plays_the_same_game_and_gives_the_dense_gradient(env_id, seed
     model = Model(seed=seed)
     model.weights["W2"] *= w2_scale  # spread aprob away from 0.5: actions depend on the weights
     env = make_env(env_id)
-    fast = rollout(model, env, np.random.default_rng(seed), seed=seed)
-    dense = rollout_dense(model, env, np.random.default_rng(seed), seed=seed)
+    fast = play_game(model, env, np.random.default_rng(seed), seed=seed)
+    dense = play_game_dense(model, env, np.random.default_rng(seed), seed=seed)
     env.close()
 
     assert len(fast.epr) == len(dense.epr)
@@ -106,8 +106,8 @@ def test_fast_path_plays_the_same_game_and_gives_the_dense_gradient(env_id, seed
     if w2_scale > 1:
         assert np.std(dense.epdlogp) > 0.1  # the test above was not only coin flips
 
-    fast_grad, _ = episode_gradient(model, fast)
-    reference, _ = episode_gradient_dense(model, dense)
+    fast_grad, _ = game_gradient(model, fast)
+    reference, _ = game_gradient_dense(model, dense)
     for k in ("W1", "W2"):
         got, want = dense_grad(fast_grad)[k], reference[k]
         assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max(), k
@@ -121,14 +121,14 @@ def test_a_game_is_given_up_when_stop_says_so_and_played_whole_otherwise() -> No
     from pong.core.rollout import STOP_EVERY
 
     env, model, asked = make_env("ALE/Pong-v5"), Model(seed=0), []
-    assert rollout(model, env, np.random.default_rng(1), seed=1, stop=lambda: True) is None
+    assert play_game(model, env, np.random.default_rng(1), seed=1, stop=lambda: True) is None
 
     def never() -> bool:
         asked.append(1)
         return False
 
-    whole = rollout(model, env, np.random.default_rng(1), seed=1, stop=never)
-    alone = rollout(model, env, np.random.default_rng(1), seed=1)
+    whole = play_game(model, env, np.random.default_rng(1), seed=1, stop=never)
+    alone = play_game(model, env, np.random.default_rng(1), seed=1)
     assert len(asked) == 1 + len(whole.epr) // STOP_EVERY > 1  # at the start, then each 256
     assert whole.epr.tobytes() == alone.epr.tobytes()
     assert whole.epdlogp.tobytes() == alone.epdlogp.tobytes()

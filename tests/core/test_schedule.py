@@ -73,7 +73,7 @@ def test_each_worker_gets_the_next_game_as_it_finishes_its_last(joined_ray) -> N
         Trainer(**hyperparameters(TOY)), [SleepingWorker.remote() for _ in range(2)]
     )
     trainer.batch_size = 5
-    update = trainer.step()
+    update = trainer.update()
     assert update.played == 5
     spans = [span for a in trainer.dealer.actors for span in ray.get(a.get_spans.remote())]
     assert len(spans) == 5 and most_at_once(spans) == 2 and update.seconds >= 3 * 0.3
@@ -92,14 +92,14 @@ def test_no_more_workers_than_cpus_nor_than_games(joined_ray) -> None:
     release(small)
     big = Trainer(**hyperparameters(Config(batch_size=60, env=TOY.env, seed=0)))
     assert len(big.dealer.actors) == 3 and list(big.dealer.placement().values()) == [3]
-    assert big.step().played == 60
+    assert big.update().played == 60
     release(big)
 
 
 def _games(trainer: Trainer) -> tuple[dict[int, tuple[float, int]], dict[str, np.ndarray]]:
     """One update's games, by index (score, steps), and their summed gradient."""
     update = trainer.play()
-    scores = zip(update.rewards, update.lengths, strict=True)
+    scores = zip(update.scores, update.lengths, strict=True)
     return dict(enumerate(scores)), {k: v.copy() for k, v in trainer.grad_buffer.items()}
 
 
@@ -121,7 +121,7 @@ def test_a_seed_plays_the_same_games_with_any_number_of_workers(joined_ray, work
 def test_a_resumed_run_plays_the_games_it_would_have_played(joined_ray) -> None:
     config = Config(batch_size=3, env=TOY.env, seed=8)
     trainer = Trainer(**hyperparameters(config), workers=2)
-    trainer.step()
+    trainer.update()
     saved = trainer.state()
     saved = Checkpoint(
         {k: v.copy() for k, v in saved.weights.items()},
@@ -165,19 +165,19 @@ def test_a_lost_game_goes_to_the_next_worker_free_and_its_worker_comes_back(
     workers = [CrashingWorker.remote(str(marker), crash=1) for _ in range(2)]
     with_workers(trainer, workers)
     trainer.batch_size = 4
-    updates, deadline = [trainer.step()], time.monotonic() + 60
+    updates, deadline = [trainer.update()], time.monotonic() + 60
     assert marker.exists()  # a worker died mid-game
     back = " is up again (Ray restarted it) on node "
     while not any(back in n for u in updates for n in u.messages) and time.monotonic() < deadline:
-        updates.append(trainer.step())  # the restart takes what it takes on a busy machine
+        updates.append(trainer.update())  # the restart takes what it takes on a busy machine
     assert all(u.played == 4 for u in updates)  # yet every game was added
     notes = [n for u in updates for n in u.messages]
     assert any(" was lost (its process or node); game 1 goes to the next" in n for n in notes), (
         notes
     )
     assert any(back in n for n in notes), notes
-    last = trainer.step()
-    assert sum(last.nodes.values()) == 4 and len(trainer.dealer.up) == 2
+    last = trainer.update()
+    assert sum(last.nodes.values()) == 4 and len(trainer.dealer.live) == 2
     release(trainer)
 
 
@@ -186,14 +186,14 @@ def test_a_worker_gone_for_good_leaves_its_games_to_the_others(joined_ray) -> No
     workers = [SleepingWorker.options(max_restarts=0).remote(0.05) for _ in range(2)]
     with_workers(trainer, workers)
     trainer.batch_size = 3
-    trainer.step()
+    trainer.update()
     ray.kill(workers[0], no_restart=True)
-    update = trainer.step()
+    update = trainer.update()
     assert update.played == 3
     assert any("RolloutWorker 0 is gone for good" in n for n in update.messages), update.messages
     ray.kill(workers[1], no_restart=True)
     with pytest.raises(WorkerError, match="every RolloutWorker is gone"):
-        trainer.step()
+        trainer.update()
     assert trainer.iteration == 2  # the failed update is not counted
 
 
@@ -202,20 +202,20 @@ def test_workers_ray_cannot_place_yet_wait_and_join_with_the_same_bytes(joined_r
     config = Config(batch_size=4, env=TOY.env, seed=5)
     trainer = Trainer(**hyperparameters(config), workers=4)
     dealer = trainer.dealer
-    assert len(dealer.up) == 3 and dealer.waiting() == 1
-    trainer.step()
-    [waiting], killed = set(range(4)) - set(dealer.up), min(dealer.up)  # Ray chose which waits
+    assert len(dealer.live) == 3 and dealer.waiting() == 1
+    trainer.update()
+    [waiting], killed = set(range(4)) - set(dealer.live), min(dealer.live)  # Ray chose which waits
     ray.kill(dealer.actors[killed], no_restart=True)  # its CPU goes to the one waiting
     notes, deadline = [], time.monotonic() + 60
-    while waiting not in dealer.up and time.monotonic() < deadline:  # it starts in a second
-        notes += trainer.step().messages
-    notes += trainer.step().messages  # and then plays
+    while waiting not in dealer.live and time.monotonic() < deadline:  # it starts in a second
+        notes += trainer.update().messages
+    notes += trainer.update().messages  # and then plays
     release(trainer)
     assert any(f"RolloutWorker {waiting} is up on node" in n for n in notes), notes
     assert any(f"RolloutWorker {killed} is gone for good" in n for n in notes), notes
     alone = Trainer(**hyperparameters(config), workers=1)
     for _ in range(trainer.iteration):
-        alone.step()
+        alone.update()
     release(alone)
     for k, v in alone.model.weights.items():
         assert v.tobytes() == trainer.model.weights[k].tobytes()
@@ -254,7 +254,7 @@ def test_a_slow_worker_never_holds_the_update_back_and_the_bytes_stay(joined_ray
     make_env = hyperparameters(config)["make_env"]
     trainer = Trainer(**hyperparameters(config), workers=1)
     with_workers(trainer, [SlowWorker.remote(make_env, d) for d in (3.0, 0.0)])
-    updates = [trainer.step() for _ in range(3)]
+    updates = [trainer.update() for _ in range(3)]
     slow = trainer.dealer.actors[0]
     assert all(u.seconds < 3.0 for u in updates), [u.seconds for u in updates]
     assert sum(sum(u.nodes.values()) for u in updates) == 9
@@ -262,7 +262,7 @@ def test_a_slow_worker_never_holds_the_update_back_and_the_bytes_stay(joined_ray
     release(trainer)
     alone = Trainer(**hyperparameters(config), workers=1)
     for _ in range(3):
-        alone.step()
+        alone.update()
     release(alone)
     assert stops >= 2  # its copies were told to stop (the toy's games end before they check)
     for k, v in alone.model.weights.items():
@@ -279,7 +279,7 @@ def test_with_no_worker_up_the_wait_is_said_and_bounded(joined_ray) -> None:
                             say=said.append, wait_for_workers=1.0)  # fmt: skip
     started = time.monotonic()
     with pytest.raises(WorkerError, match=r"no RolloutWorker was up for 1 s \(0 of 1 placed; "):
-        trainer.step()
+        trainer.update()
     assert 1.0 <= time.monotonic() - started < 10
     assert (
         said == [f"note: no RolloutWorker is up (0 of 1 placed; {said[0].split('placed; ')[1]}"]
@@ -295,11 +295,36 @@ def test_a_stale_game_is_never_counted_in_the_next_update(joined_ray) -> None:
     trainer = Trainer(**hyperparameters(config), workers=1)
     trainer.dealer.start(1, 2, ray.put(trainer.model))  # a game dealt, never taken
     assert len(trainer.dealer.calls) == 1
-    update = trainer.step()
+    update = trainer.update()
     assert update.played == 2 and trainer.iteration == 1
     release(trainer)
     alone = Trainer(**hyperparameters(config), workers=1)
-    alone.step()
+    alone.update()
     release(alone)
     for k, v in alone.model.weights.items():
         assert v.tobytes() == trainer.model.weights[k].tobytes()
+
+
+class _Asked:
+    """Stands in for a worker's handle: counts the describe calls sent to it."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.describe = self  # handle.describe.remote()
+
+    def remote(self) -> object:
+        self.asked += 1
+        return object()
+
+
+def test_a_restarting_worker_is_asked_once_per_pause(monkeypatch) -> None:
+    """Once a restarting worker's pause is over it is asked where it is once, not on every
+    pass of the loop until Ray answers (no Ray: ``ray.wait`` answers nothing at once)."""
+    monkeypatch.setattr(ray, "wait", lambda refs, **_: ([], list(refs)))
+    worker = _Asked()
+    dealer = Dealer([worker], seed=0, expect=0)
+    dealer.calls.clear()  # its first describe failed: Ray said the worker is restarting
+    dealer.retry[0] = (time.monotonic() - 1.0, 1)  # and its pause is over
+    for _ in range(3):
+        assert dealer.next_answer() is None
+    assert worker.asked == 2  # at the start, and once after the pause

@@ -36,7 +36,7 @@ def test_results_are_added_in_game_order_whatever_order_they_arrive_in() -> None
     running = -20.0
     for result in results:
         result.grad.add_to(expected)
-        running = running * 0.99 + result.reward * 0.01
+        running = running * 0.99 + result.score * 0.01
     rng = np.random.default_rng(0)
     differs = False
     for _ in range(6):
@@ -49,8 +49,8 @@ def test_results_are_added_in_game_order_whatever_order_they_arrive_in() -> None
         for k in expected:
             assert buffer[k].tobytes() == expected[k].tobytes()
             differs |= arrival[k].tobytes() != expected[k].tobytes()
-        assert update.running_reward == running and not update.held
-        assert update.rewards == [r.reward for r in results]
+        assert update.running_mean == running and not update.held
+        assert update.scores == [r.score for r in results]
         assert update.lengths == [r.steps for r in results]
         assert update.played == 12
     assert differs  # the order matters to these numbers, so the test can fail
@@ -61,9 +61,9 @@ def _train(updates: int, workers: int, resume: Checkpoint | None = None):
     trainer = Trainer(**hyperparameters(TOY), state=resume, workers=workers)
     games = []
     for _ in range(updates):
-        update = trainer.step()
-        games.append((update.iteration, update.rewards, update.lengths))
-        games.append(update.running_reward)
+        update = trainer.update()
+        games.append((update.iteration, update.scores, update.lengths))
+        games.append(update.running_mean)
     release(trainer)
     return encode(Checkpoint.of(trainer.state(), TOY)), games
 
@@ -81,10 +81,10 @@ def test_one_two_or_three_workers_and_a_resume_give_the_same_bytes(joined_ray) -
 
 @ray.remote(num_cpus=1)  # as RolloutWorker
 class FixedWorker:
-    """Returns the same made-up episode result every time (no env)."""
+    """Returns the same made-up game result every time (no env)."""
 
-    def __init__(self, grad: SparseGrad, reward: float) -> None:
-        self.result = Result(grad, reward, 100, None)
+    def __init__(self, grad: SparseGrad, score: float) -> None:
+        self.result = Result(grad, score, 100, None)
 
     def compute_gradient(self, model: Model, seed: np.random.SeedSequence, copy=None) -> Result:
         return self.result
@@ -104,7 +104,7 @@ def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(joined_ray) ->
     with_workers(trainer, workers)
     before = {k: v.copy() for k, v in trainer.model.weights.items()}
 
-    update = trainer.step()
+    update = trainer.update()
 
     assert update.messages == [
         "warning: a worker returned a non-finite gradient; left out of this update"
@@ -118,7 +118,7 @@ def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(joined_ray) ->
     for k in before:
         np.testing.assert_array_equal(trainer.model.weights[k], expected.weights[k])
         assert np.isfinite(trainer.model.weights[k]).all()
-    # Both episodes count for the running mean, in game order.
+    # Both games count for the running mean, in game order.
     assert trainer.running_reward == -21.0 * 0.99 + -19.0 * 0.01
     release(trainer)
 
@@ -136,7 +136,7 @@ def test_a_resumed_trainer_starts_from_the_saved_state(joined_ray) -> None:
         np.testing.assert_array_equal(state.rmsprop_cache[k], saved.rmsprop_cache[k])
     assert (state.iteration, state.episodes, state.steps) == (12, 120, 123_456)
     assert (state.running_reward, state.best_running_reward) == (-19.75, -19.5)
-    trainer.step()  # a state taken before an update still holds that update's weights
+    trainer.update()  # a state taken before an update still holds that update's weights
     for k in ("W1", "W2"):
         np.testing.assert_array_equal(state.weights[k], saved.weights[k])
         np.testing.assert_array_equal(state.rmsprop_cache[k], saved.rmsprop_cache[k])
@@ -150,8 +150,8 @@ def test_an_update_with_no_finite_gradient_stops_and_changes_nothing(joined_ray)
     bad = [FixedWorker.remote(_grad(np.nan), -21.0), FixedWorker.remote(_grad(np.inf), -21.0)]
     with_workers(trainer, bad)
     before = {k: v.copy() for k, v in trainer.model.weights.items()}
-    with pytest.raises(NonFiniteError, match="update 1 not applied: no game of the batch gave"):
-        trainer.step()
+    with pytest.raises(NonFiniteError, match="update 1 not applied: no game of the update gave"):
+        trainer.update()
     assert (trainer.iteration, trainer.episodes, trainer.running_reward) == (0, 0, None)
     for k in before:
         np.testing.assert_array_equal(trainer.model.weights[k], before[k])

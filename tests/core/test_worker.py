@@ -29,8 +29,8 @@ def test_a_game_is_its_seed_s_whichever_worker_plays_it_after_whatever(joined_ra
     assert dense_grad(ra.grad)["W1"].shape == (H, D) and ra.grad.W2.shape == (H,)
     assert ra.grad.is_finite()
     assert np.any(ra.grad.W1_columns) and ra.note is None
-    assert -21 <= ra.reward <= 21 and ra.steps > 100
-    assert ra.reward == rb.reward and ra.steps == rb.steps
+    assert -21 <= ra.score <= 21 and ra.steps > 100
+    assert ra.score == rb.score and ra.steps == rb.steps
     for k in ("W1", "W2"):
         np.testing.assert_array_equal(dense_grad(ra.grad)[k], dense_grad(rb.grad)[k])
 

@@ -28,7 +28,7 @@ class Counters:
         self.steps += sum(lengths)
         self.running_reward = sum(rewards) / len(rewards)
         return SimpleNamespace(
-            rewards=rewards,
+            scores=rewards,
             lengths=lengths,
             steps=sum(lengths),
             seconds=seconds,

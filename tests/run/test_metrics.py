@@ -81,7 +81,7 @@ def test_rows_are_flushed_as_written_and_appended_on_reopen(tmp_path) -> None:
 
 def test_each_update_says_how_many_games_each_node_played_also_in_an_older_run(tmp_path) -> None:
     update = SimpleNamespace(
-        iteration=1, played=3, seconds=1.0, steps_per_second=900.0, rewards=[-21.0] * 3,
+        iteration=1, played=3, seconds=1.0, steps_per_second=900.0, scores=[-21.0] * 3,
         lengths=[300] * 3, nodes={"10.0.0.2": 1, "10.0.0.1": 2},
     )  # fmt: skip
     trainer = SimpleNamespace(episodes=3, steps=900, running_reward=-21.0)

@@ -85,7 +85,7 @@ def test_each_name_pong_core_lists_is_what_it_names_not_a_module_of_that_name() 
 
 def test_import_pong_and_the_model_load_no_ray() -> None:
     assert not loads_ray("import pong, pong.core, pong.envs, pong.run, pong.tools")
-    assert not loads_ray("from pong import Model, process_rewards, episode_gradient")
+    assert not loads_ray("from pong import Model, process_rewards, game_gradient")
     assert loads_ray("from pong import RolloutWorker")  # the actor is Ray's, so the test can fail
 
 
