@@ -1,6 +1,5 @@
-"""What the driver prints: where a run trains, one line per update, and its last line
-(or the one line of an error or a stop), which ends with the command that continues the
-run, pasteable into bash or zsh whatever the run directory is called."""
+"""What the driver prints: where a run trains, a line per update, and its last line (or the
+one line of an error or a stop), which ends with the command that continues the run."""
 
 from __future__ import annotations
 
@@ -26,7 +25,6 @@ def reached(running_reward: float | None, until_mean: float | None) -> bool:
 
 
 def announce(run: Run, options: Options, where: str) -> None:
-    """The first lines: where the run trains, with what settings, where its files go."""
     config, iterations = run.config, options.iterations
     stops = [f"{iterations} update{'s' * (iterations != 1)}"] if iterations else []
     if options.until_mean is not None:
@@ -51,7 +49,7 @@ def announce(run: Run, options: Options, where: str) -> None:
 
 
 def started(trainer: Trainer) -> str:
-    """The line that says how many of the workers asked for started, and where."""
+    """How many of the workers asked for started, and where."""
     dealer = trainer.dealer
     placed, asked, waiting = dealer.placement(), len(dealer.actors), dealer.waiting()
     up = sum(placed.values())
@@ -74,7 +72,6 @@ def started(trainer: Trainer) -> str:
 
 
 def batch_line(update: Update, trainer: Trainer) -> str:
-    """One update's line: games, steps, seconds, speed and the running mean."""
     return (
         f"Batch {update.iteration} computed {update.played} rollouts"
         f" ({update.steps} steps) in {update.seconds:.2f} seconds"
@@ -91,7 +88,7 @@ def farewell(
     until_mean: float | None = None,
     script: str = "driver.py",
 ) -> str:
-    """The last line: what the run did and, once saved, how to continue it with ``script``."""
+    """The last line: what the run did and, once saved, how to continue it."""
     n, best = trainer.iteration, trainer.best_running_reward
     line = (
         f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.episodes}"
@@ -119,12 +116,11 @@ def farewell(
 
 
 def failed(prog: str, error: Exception, run: Run | None) -> int:
-    """Say ``error`` in one line, with what the run kept when training failed (Ray's own
-    processes, a worker, the numbers); the exit code."""
+    """Say ``error`` in one line, with what the run kept if training failed; the exit code."""
     line = str(error)
     if isinstance(error, ray.exceptions.RayError):  # its own processes died under the run
         line = f"Ray failed under the run: {type(error).__name__}: {first_line(error)}"
-    if run is not None and run.training and not isinstance(error, UsageError):  # say what it kept
+    if run is not None and run.training and not isinstance(error, UsageError):
         if run.kept:
             where = printable(run.checkpoint_path)
             line += f"; the last finished update ({run.saved_at}) is saved in {where}"
@@ -135,7 +131,6 @@ def failed(prog: str, error: Exception, run: Run | None) -> int:
 
 
 def interrupted(prog: str, received: list[signal.Signals]) -> int:
-    """Say in one line which signal stopped the run; the exit code."""
     stop = received[0] if received else signal.SIGINT
     ending = "; shutting down Ray" if ray.is_initialized() else ""
     print(f"Interrupted by {stop.name}{ending}.", file=sys.stderr, flush=True)
