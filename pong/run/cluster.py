@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import resource
 import signal
 import socket
 import warnings
@@ -50,18 +49,6 @@ def local_ray_settings() -> None:
     os.environ.setdefault("RAY_enable_metrics_collection", "0")  # for a dashboard not started
 
 
-def _check_file_limit() -> None:
-    """Refuse a ``ulimit -f`` too small for a local Ray's object store (Ray would retry 30 s)."""
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    store = 0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # Ray's default
-    if limit != resource.RLIM_INFINITY and limit < store:
-        raise ClusterError(
-            f"the file size limit (ulimit -f) is {limit // 1024:,} KB, and a local Ray keeps its"
-            f" object store in a file of {store / 2**30:.1f} GB; raise it (ulimit -f unlimited)"
-            " or join a cluster with --address"
-        )
-
-
 def _checked(address: str) -> str:
     """``address`` once something answers there, else ``ClusterError``; ``auto``: the cluster
     ``ray start`` last recorded here (unlike Ray's "auto", never another process's Ray)."""
@@ -87,10 +74,7 @@ def _checked(address: str) -> str:
     except OSError as e:
         line = f"no Ray cluster answers at {address}: {e.strerror or type(e).__name__}"
         if auto:  # a head that stopped leaves its address file behind
-            line += (
-                " (--address=auto: the cluster last started here with `ray start`;"
-                " start it again, or give a live HOST:PORT)"
-            )
+            line += " (--address=auto: the cluster last started here with `ray start`)"
         raise ClusterError(line) from None
     return address
 
@@ -115,13 +99,11 @@ def connect(address: str | None, num_cpus: int | None = None, log_to_driver: boo
     if address is not None and num_cpus is not None:
         raise UsageError("--num-cpus applies to a local Ray only, not with a cluster address")
     # A new local Ray turns token authentication on and says how to opt out: noise here.
-    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
-        logging.ERROR
-    )
+    token_setup = "ray._private.authentication.authentication_token_setup"
+    logging.getLogger(token_setup).setLevel(logging.ERROR)
     if address is not None:
         address = _checked(address)
     else:
-        _check_file_limit()
         local_ray_settings()
     # How often Ray's blocking calls run Python's signal handlers: a stop takes 0.1 s, not 1.
     os.environ.setdefault("RAY_get_check_signal_interval_milliseconds", "100")
@@ -153,9 +135,7 @@ def connect(address: str | None, num_cpus: int | None = None, log_to_driver: boo
 
 def joined(address: str | None) -> str | None:
     """The cluster this process joined (``auto`` resolved), or ``None`` for a local Ray."""
-    if address == "auto":  # (a Ray job's driver has its cluster in RAY_ADDRESS)
-        return ray.get_runtime_context().gcs_address  # the one Ray found
-    return address
+    return ray.get_runtime_context().gcs_address if address == "auto" else address
 
 
 def cluster_summary(address: str | None) -> str:

@@ -121,7 +121,9 @@ class Options:
 
     iterations: int | None = setting(positive_int, "updates to run (default: until Ctrl-C/SIGTERM)")
     until_mean: float | None = setting(
-        score, "also stop once the running mean is above SCORE (0: beats Pong's AI)", None, "SCORE"
+        score,
+        "also stop once the running mean is above SCORE (0: beating Pong's own player on average)",
+        metavar="SCORE",
     )
     address: str | None = setting(
         str,
@@ -149,7 +151,9 @@ class Options:
         positive_float, "also save after an update if the last save is S seconds old", 60.0, "S"
     )
     watch_every: int = setting(
-        non_negative_int, "every N updates, record a game in TensorBoard and RUN_DIR/watch/", 100
+        non_negative_int,
+        "every N updates, a game into TensorBoard and RUN_DIR/watch/ (0: none)",
+        100,
     )
     resume: Path | None = setting(
         path, "continue the run saved in PATH (a checkpoint or its directory)", None, "PATH"

@@ -72,23 +72,19 @@ def started(trainer: Trainer) -> str:
 
 
 def batch_line(update: Update, trainer: Trainer) -> str:
+    """The line people grep for: keep its words as they are."""
     return (
-        f"Batch {update.iteration} computed {update.played} rollouts"
-        f" ({update.steps} steps) in {update.seconds:.2f} seconds"
-        f" ({update.steps_per_second:.0f} steps/s), running mean is"
+        f"Batch {update.iteration} computed {update.played} rollouts ({update.steps} steps) in"
+        f" {update.seconds:.2f} seconds ({update.steps_per_second:.0f} steps/s), running mean is"
         f" {trainer.running_reward:.2f}"
     )
 
 
 def farewell(
-    run: Run,
-    trainer: Trainer,
-    first: int,
-    address: str | None = None,
-    until_mean: float | None = None,
-    script: str = "driver.py",
+    run: Run, trainer: Trainer, first: int, address=None, until_mean=None, script="driver.py"
 ) -> str:
-    """The last line: what the run did and, once saved, how to continue it."""
+    """The last line: what the run did and, once saved, how to continue it (on the cluster at
+    ``address``, with ``script``, to ``until_mean``)."""
     n, best = trainer.iteration, trainer.best_running_reward
     line = (
         f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.episodes}"
