@@ -62,8 +62,7 @@ def lock(directory: Directory, me: str = "", rule: str = "one driver per run dir
         holder = f.read().strip() or "another process"
         f.close()
         raise UsageError(f"{directory.path} is in use by {holder}; {rule}") from None
-    f.seek(0)
-    f.truncate()
+    f.truncate(0)
     f.write(f"{me or 'driver.py'} (pid {os.getpid()} on {socket.gethostname()})\n")
     f.flush()
     return f
@@ -208,13 +207,20 @@ class Run:
                 f"{self.directory} already holds a run; continue it with --resume {self.directory}"
                 " or choose another --run-dir"
             )
+        held = []
         for name in (UPDATES, EPISODES):  # written from update 1 on: said now, before Ray
-            if (odd := _not_plain(self.opened.lstat(name))) is not None:
+            if (info := self.opened.lstat(name)) is None:
+                continue
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+                odd = "a hard link to a file with other names"
+                if not stat.S_ISREG(info.st_mode):
+                    odd = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
                 raise UsageError(
                     f"{self.directory / name}: {odd}; refusing to write through it; choose"
                     " another --run-dir"
                 )
-        held = [name for name in (UPDATES, EPISODES) if _holds_rows(self.opened, name)]
+            with self.opened.read(name) as f:  # more than a header, one short line?
+                held += [name] if len(f.read(64 * 1024).splitlines()) > 1 else []
         held += [f"TensorBoard events ({name})" for name in names if name.startswith(EVENTS)]
         if held:
             raise UsageError(
@@ -290,24 +296,6 @@ class Run:
             if handle is not None:
                 handle.close()
         self.lock = self.opened = None
-
-
-def _not_plain(info: os.stat_result | None) -> str | None:
-    """What a file in the way is, if it is not one regular file of one name (or nothing)."""
-    if info is None or (stat.S_ISREG(info.st_mode) and info.st_nlink == 1):
-        return None
-    if stat.S_ISLNK(info.st_mode):
-        return "a symbolic link"
-    hard = stat.S_ISREG(info.st_mode)
-    return "a hard link to a file with other names" if hard else "not a regular file"
-
-
-def _holds_rows(directory: Directory, name: str) -> bool:
-    """Whether the metrics file ``name`` holds more than a header."""
-    if directory.lstat(name) is None:
-        return False
-    with directory.read(name) as f:
-        return len(f.read(64 * 1024).splitlines()) > 1  # a header is one short line
 
 
 def saved_stamp(path: Path) -> tuple[int, int] | None:
