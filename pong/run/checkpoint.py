@@ -127,6 +127,12 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
         raise CheckpointError(f"{path}: {e.strerror}") from None
     except OSError as e:
         raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
+    length = int.from_bytes(data[:8], "little")  # of the JSON header: none of ours is so long
+    if data[:4] != ZIP and len(data) >= 8 and length > MAX_HEADER_BYTES:
+        raise CheckpointError(
+            f"{path}: not a pong checkpoint (a header of {length:,} bytes, more than"
+            f" {MAX_HEADER_BYTES:,})"
+        )
     return decode(data, path, policy=policy)
 
 
@@ -141,10 +147,6 @@ def decode(data: bytes, path: PathLike, *, policy: bool = False) -> Checkpoint:
         problem = f"a .npz file of an earlier version of pong; carry it over with {_convert(path)}"
     elif len(data) < 8:
         problem = f"not a safetensors file ({len(data)} bytes long)"
-    elif length > MAX_HEADER_BYTES:
-        problem = (
-            f"not a pong checkpoint (a header of {length:,} bytes, more than {MAX_HEADER_BYTES:,})"
-        )
     elif 8 + length > len(data):
         problem = f"damaged (its header claims {length:,} bytes; the file has {len(data):,})"
     else:
