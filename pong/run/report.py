@@ -52,15 +52,12 @@ def started(trainer: Trainer) -> str:
     """How many of the workers asked for started, and where."""
     dealer = trainer.dealer
     placed, asked, waiting = dealer.placement(), len(dealer.actors), dealer.waiting()
-    up = sum(placed.values())
-    nodes = f"{len(placed)} node{'s' * (len(placed) != 1)}"
-    counts = " + ".join(map(str, placed.values()))
-    line = (
-        f"Started {up} of {asked} RolloutWorker actor{'s' * (asked != 1)} (one CPU each) on"
-        f" {nodes} ({counts}: {', '.join(placed)})"
-        if up
-        else f"Started 0 of {asked} RolloutWorker actors"
-    )
+    line = f"Started {sum(placed.values())} of {asked} RolloutWorker actor{'s' * (asked != 1)}"
+    if placed:
+        nodes, counts = len(placed), " + ".join(map(str, placed.values()))
+        line += (
+            f" (one CPU each) on {nodes} node{'s' * (nodes != 1)} ({counts}: {', '.join(placed)})"
+        )
     if waiting:
         them = "it" if waiting == 1 else "them"
         if ray.available_resources().get("CPU", 0) >= 1:  # placed, and still starting
