@@ -96,7 +96,7 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
             if after is None or int(row["update"]) <= after:
                 kept.append(row)
     except MetricsFileError:
-        if after is None and lines.number == 1:  # a new run's: a header alone, not ours
+        if after is None and lines.number == 1:  # a new run's header, not ours: Run refused rows
             return None
         raise
     except (KeyError, TypeError, ValueError):  # the file was edited
