@@ -53,8 +53,9 @@ finite_float = bounded(float, ((lambda x: -math.inf < x < math.inf), "a number")
 
 def local_cpus(text: str) -> int:
     """CPUs for a local Ray: more than 64 times this machine's is surely a slip."""
-    most = 64 * (os.cpu_count() or 1)
-    return bounded(int, POSITIVE_INT, ((lambda n: n <= most), f"at most {most}"))(text)
+    machine = os.cpu_count() or 1
+    what = f"at most {64 * machine} (64 times this machine's {machine} CPU{'s' * (machine != 1)})"
+    return bounded(int, POSITIVE_INT, ((lambda n: n <= 64 * machine), what))(text)
 
 
 def score(text: str) -> float:
