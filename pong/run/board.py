@@ -29,9 +29,8 @@ EVENTS = "events.out.tfevents."  # how an event file's name starts, as TensorBoa
 
 
 class Board:
-    """Writes each update's scalars, flushed, into a new event file in ``run_dir``. A resumed
-    run's starts with TensorBoard's restart marker at the step after ``resumed_at_step``,
-    which hides what a killed run wrote past its checkpoint."""
+    """Each update's scalars into a new event file in ``run_dir``; a resumed run's starts with
+    TensorBoard's restart marker, which hides what a killed run wrote past its checkpoint."""
 
     def __init__(self, run_dir: Directory | Path, resumed_at_step: int | None = None) -> None:
         # Nanoseconds last: a quick resume's file is new, and sorts after (read in order)

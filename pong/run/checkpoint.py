@@ -239,8 +239,7 @@ def _check_tensors(path, tensors: dict[str, np.ndarray], shapes: dict, dtype: np
 
 
 def _value(field: dataclasses.Field, text: str) -> str | int | float:
-    """A setting's text as it is, or as the number it spells (an integer if it has no point or
-    exponent)."""
+    """A setting's text, or the number it spells (an integer without a point or exponent)."""
     if field.type in ("str", str):
         return text
     if re.fullmatch(r"-?[0-9]{1,40}", text):

@@ -80,8 +80,7 @@ def _checked(address: str) -> str:
 
 
 def _raise_for(address: str, error: BaseException) -> None:
-    """What Ray raised joining ``address`` as one line; a refused token is a plain
-    ``ConnectionError``, so the line says what to check."""
+    """What Ray raised joining ``address`` as one line (a refused token: a ConnectionError)."""
     token_mode = os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
     if token_mode and "no authentication token was found" in str(error):
         raise ClusterError(f"RAY_AUTH_MODE=token is set but no token was found: {TOKEN_HELP}")

@@ -164,8 +164,7 @@ class Run:
 
     @property
     def kept(self) -> bool:
-        """Whether the directory holds this run's checkpoint, known from what this run did
-        (someone may have moved the path away)."""
+        """Whether this run has a checkpoint, from what it did (the path may have moved)."""
         return self.saved is not None or self.saved_at > 0
 
     def open(self) -> None:
@@ -277,8 +276,8 @@ class Run:
         self.saved_at, self.saved_time = trainer.iteration, time.monotonic()
 
     def close(self, trainer: Trainer | None = None) -> None:
-        """Save the updates the last checkpoint lacks, close the files, give the directory up
-        (removed again if this run made it and wrote nothing into it). Twice is harmless."""
+        """Save what the last checkpoint lacks, close the files, give the directory up (removed
+        if this run made it and wrote nothing into it). Twice is harmless."""
         if self.metrics is not None:
             self.metrics.close()
             self.metrics = None

@@ -64,8 +64,7 @@ def output_closed(code: int = 128 + signal.SIGPIPE.value) -> int:
 
 
 def pasteable(path: str | os.PathLike) -> str:
-    """``path`` quoted for the shell: relative inside the current directory (``./`` first
-    where it would start with ``-``, a flag), else absolute."""
+    """``path`` quoted for the shell: relative below here (``./`` before a ``-``), else absolute."""
     relative = os.path.relpath(path)
     if relative.startswith("-"):
         relative = os.path.join(".", relative)

@@ -87,8 +87,8 @@ def atomic_write(path: PathLike, mode="wb", *, replace=True, dir_fd=None, **kwar
 
 
 def open_regular(path: PathLike, mode: str = "a", *, dir_fd=None, **kwargs) -> IO:
-    """Open ``path`` to append (``"a"``) or read and append (``"a+"``), made if need be; an
-    ``OSError`` if it is a link, no regular file, or a hard link with other names."""
+    """Open ``path`` to append (``"a"`` or ``"a+"``), made if need be; an ``OSError`` if it is a
+    link, no regular file, or a hard link with other names."""
     flags = os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | NOFOLLOW
     fd = _open(path, flags | (os.O_RDWR if "+" in mode else os.O_WRONLY), dir_fd)
     try:

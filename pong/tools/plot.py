@@ -71,8 +71,7 @@ def _updates(run_dir: Path) -> Buckets:
 
 
 def curve(run_dir: str | Path, episodes: int | None = None) -> tuple[list[float], ...]:
-    """Games, hours of training and running mean after each update (or bucket of updates);
-    with ``episodes``, up to that many games only."""
+    """Games, training hours and running mean by update (or bucket), up to ``episodes`` games."""
     points = _updates(Path(run_dir)).result()[1][:, :3]  # the means' first columns
     if episodes is not None:
         points = points[points[:, 0] <= episodes]
