@@ -93,7 +93,7 @@ class Config:
     seed: int | None = setting(
         seed_number, "seeds the weights, env resets and actions (default: random, printed)"
     )
-    learning_rate: float = setting(positive_float, "RMSProp step size", 1e-4, "LR")
+    learning_rate: float = setting(positive_float, "RMSProp learning rate", 1e-4, "LR")
     decay_rate: float = setting(below_one, "RMSProp decay of its mean of squares", 0.99, "RATE")
 
     @classmethod

@@ -79,7 +79,7 @@ def atomic_write(path: PathLike, mode="wb", *, replace=True, dir_fd=None, **kwar
             os.fsync(f.fileno())
         if replace:  # a link put at ``path`` meanwhile is replaced, not followed
             os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        else:  # a hard link: EEXIST if anything has the name, in one step
+        else:  # a hard link: EEXIST if anything has the name, all at once
             os.link(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
     finally:
         with suppress(FileNotFoundError):

@@ -70,7 +70,7 @@ def table(runs: Sequence[Figures]) -> list[str]:
 
 
 def _passed(mark: Passed | None) -> str:
-    """A mark's cell: update / episode / hours."""
+    """A mark's cell: update / games played / hours."""
     if mark is None:
         return NOT_PASSED
     return " / ".join(shown(getattr(mark, name)) for name, shown in SHOWN.items())
