@@ -1,9 +1,7 @@
 """TensorBoard event files beside the CSVs: ``tensorboard --logdir runs`` shows every run.
 
-CleanRL's tags over its x axis (env steps so far): ``charts/episodic_return`` and
-``charts/episodic_length`` per game, ``charts/SPS``, ``charts/running_reward`` and
-``charts/update_seconds`` per update, each update's written and flushed in this thread (a
-full disk is an ``OSError`` here like any file's). The CSVs stay the run's record.
+CleanRL's tags, against env steps: ``charts/episodic_return`` and ``charts/episodic_length``
+per game; ``charts/SPS``, ``charts/running_reward`` and ``charts/update_seconds`` per update.
 """
 
 from __future__ import annotations
@@ -27,17 +25,15 @@ if TYPE_CHECKING:
 
 __all__ = ["EVENTS", "Board"]
 
-EVENTS = "events.out.tfevents."  # the start of an event file's name, as TensorBoard's own
+EVENTS = "events.out.tfevents."  # how an event file's name starts, as TensorBoard's own
 
 
 class Board:
-    """Writes one update's scalars at a time into an event file in ``run_dir``; a resumed
-    run's (``resumed_at_step``) starts with TensorBoard's restart marker at the step after its
-    checkpoint, which hides what a killed run wrote past it."""
+    """Each update's scalars into a new event file in ``run_dir``; a resumed run's starts with
+    TensorBoard's restart marker, which hides what a killed run wrote past its checkpoint."""
 
     def __init__(self, run_dir: Directory | Path, resumed_at_step: int | None = None) -> None:
-        # The name holds the second it was made, as tensorboardX's; nanoseconds keep a quick
-        # resume's name new and, sorted, after the one before (TensorBoard reads them in order).
+        # Nanoseconds last: a quick resume's file is new, and sorts after (read in order)
         name = f"{EVENTS}{int(time.time())}.{socket.gethostname()}.{time.time_ns()}"
         new = isinstance(run_dir, Directory)  # a new file, never through a planted link
         self._file = run_dir.create(name) if new else create_new(run_dir / name)
@@ -47,7 +43,6 @@ class Board:
             self._write(Event(step=resumed_at_step + 1, session_log=restart))
 
     def record(self, update: Update, trainer: Trainer) -> None:
-        """The scalars of the update ``trainer`` just made, flushed."""
         step = trainer.steps - update.steps
         for reward, length in zip(update.scores, update.lengths, strict=True):
             step += length
@@ -60,7 +55,7 @@ class Board:
         os.fsync(self._file.fileno())
 
     def image(self, tag: str, encoded: bytes, shape: tuple[int, int], step: int) -> None:
-        """A PNG or GIF (TensorBoard animates a GIF) of ``shape`` (height, width), flushed."""
+        """A PNG or GIF (animated in TensorBoard) of ``shape`` (height, width)."""
         image = Summary.Image(height=shape[0], width=shape[1], colorspace=1)  # RGB
         image.encoded_image_string = encoded
         self._write(Event(step=step, summary=Summary(value=[Summary.Value(tag=tag, image=image)])))
@@ -73,7 +68,7 @@ class Board:
         self._write(Event(step=step, summary=scalar(tag, float(value))))
 
     def _write(self, event: Event) -> None:
-        """One record of TensorBoard's file format: length, its CRC, the event, its CRC."""
+        """One record of TensorBoard's format: length, its CRC, the event, its CRC."""
         event.wall_time = time.time()
         data = event.SerializeToString()
         header = struct.pack("<Q", len(data))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 from contextlib import suppress
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ MAX_ENTRIES = 64  # metadata entries; ours are 11
 MAX_COUNT = 10**15  # updates, games or env steps: far past any run
 MAX_RESUMED = MAX_COUNT // 10  # what a run resumes from: room left to count, and save, on
 MAX_WEIGHT = float(np.finfo(np.float32).max)  # a weight a policy file (float32) can hold
-MAX_SCORE = 1000.0  # a running mean of game scores; Pong's lie in -21..21
+MAX_SCORE = 1000.0  # a running mean of scores; Pong's lie in -21..21
 COUNTERS = ("iteration", "episodes", "steps")
 MEANS = ("running_reward", "best_running_reward")
 NONE = "none"  # a running mean before any game
@@ -56,15 +55,13 @@ class CheckpointError(UsageError, ValueError):
 
 @dataclass
 class Checkpoint(State):
-    """A run's state (``rmsprop_cache`` is ``None`` from a policy file) with its settings."""
+    """A run's state with its settings; ``rmsprop_cache`` is ``None`` from a policy file."""
 
-    rmsprop_cache: dict[str, np.ndarray] | None  # a policy file holds none: not a State to train
-
+    rmsprop_cache: dict[str, np.ndarray] | None
     config: Config
 
     @classmethod
     def of(cls, state: State, config: Config) -> Checkpoint:
-        """``state`` with ``config``."""
         return cls(**vars(state), config=config)
 
 
@@ -84,15 +81,13 @@ def _encoded(checkpoint: Checkpoint, policy: bool) -> tuple[bytes, memoryview]:
     meta = {"format": POLICY_FORMAT if policy else FORMAT, **dataclasses.asdict(checkpoint.config)}
     meta |= {name: getattr(checkpoint, name) for name in (*COUNTERS, *MEANS)}
     data = safetensors.numpy.save(tensors, {k: as_text(v) for k, v in meta.items()})
-    # safetensors writes the metadata in its hash map's order, which changes from process to
-    # process: sorted, one state is one file, of the same length
+    # The metadata comes in a hash map's order, which changes per process: sorted, one state
+    # is one file. The same entries, as compact, are never longer.
     length = int.from_bytes(data[:8], "little")
     header = json.loads(data[8 : 8 + length])
     ordered = {"__metadata__": dict(sorted(header.pop("__metadata__").items()))}
     ordered.update(sorted(header.items(), key=lambda item: item[1]["data_offsets"]))
     text = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode()
-    if len(text) > length:  # never: the same entries, written as compactly
-        raise ValueError("the sorted header is longer than safetensors' own")
     return data[:8] + text.ljust(length), memoryview(data)[8 + length :]
 
 
@@ -122,62 +117,48 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
     path = path / FILENAME if path.is_dir() else path  # a run directory, or a link to one
     try:
         with open_file(path, MAX_BYTES) as f:
-            data = _read(f, path)
+            data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
-        raise CheckpointError(f"{path}: no such checkpoint file{_old_hint(path)}") from None
+        old = path.with_name(OLD_FILENAME)
+        hint = f" (it holds an earlier version's {OLD_FILENAME}: {_convert(old)})"
+        hint = hint if path.name == FILENAME and old.exists() else ""
+        raise CheckpointError(f"{path}: no such checkpoint file{hint}") from None
     except NotRegularError as e:
         raise CheckpointError(f"{path}: {e.strerror}") from None
     except OSError as e:
         raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
-    return decode(data, path, policy=policy)
-
-
-def _read(f, path: Path) -> bytes:
-    """The file's bytes, once the header length it begins with fits the file and the cap."""
-    head, size = f.read(8), os.fstat(f.fileno()).st_size
-    if head[:4] == ZIP:
-        raise CheckpointError(
-            f"{path}: a .npz file of an earlier version of pong; carry it over with"
-            f" {command(path, module='pong convert')}"
-        )
-    if len(head) < 8:
-        raise CheckpointError(f"{path}: not a safetensors file ({len(head)} bytes long)")
-    length = int.from_bytes(head, "little")
-    if length > MAX_HEADER_BYTES:
+    length = int.from_bytes(data[:8], "little")  # of the JSON header: none of ours is so long
+    if data[:4] != ZIP and len(data) >= 8 and length > MAX_HEADER_BYTES:
         raise CheckpointError(
             f"{path}: not a pong checkpoint (a header of {length:,} bytes, more than"
             f" {MAX_HEADER_BYTES:,})"
         )
-    if 8 + length > size:
-        raise CheckpointError(
-            f"{path}: damaged (its header claims {length:,} bytes; the file has {size:,})"
-        )
-    f.seek(0)
-    data = f.read(size + 1)  # in one piece: the 8 bytes read first are read again
-    if len(data) != size:
-        raise CheckpointError(f"{path}: changed while it was read; try again")
-    return data
+    return decode(data, path, policy=policy)
 
 
-def _old_hint(path: Path) -> str:
-    old = path.with_name(OLD_FILENAME)
-    if path.name != FILENAME or not os.path.lexists(old):
-        return ""
-    return f" (it holds an earlier version's {OLD_FILENAME}: {command(old, module='pong convert')})"
+def _convert(path: PathLike) -> str:
+    return command(path, module="pong convert")
 
 
 def decode(data: bytes, path: PathLike, *, policy: bool = False) -> Checkpoint:
     """The checkpoint in ``data``, a safetensors file's bytes (``path`` names it in errors)."""
-    try:
-        tensors = safetensors.numpy.load(data)
-    except KeyError as e:  # a dtype safetensors knows and NumPy has not (BF16, F8_*)
-        raise CheckpointError(f"{path}: not a pong checkpoint (a tensor of dtype {e})") from None
-    except (SafetensorError, ValueError, TypeError) as e:  # and numpy's, for odd shapes
-        raise CheckpointError(
-            f"{path}: not a readable safetensors file ({first_line(e)})"
-        ) from None
     length = int.from_bytes(data[:8], "little")
-    return checked(path, tensors, _metadata(path, data[8 : 8 + length]), policy)
+    if data[:4] == ZIP:
+        problem = f"a .npz file of an earlier version of pong; carry it over with {_convert(path)}"
+    elif len(data) < 8:
+        problem = f"not a safetensors file ({len(data)} bytes long)"
+    elif 8 + length > len(data):
+        problem = f"damaged (its header claims {length:,} bytes; the file has {len(data):,})"
+    else:
+        try:
+            tensors = safetensors.numpy.load(data)
+        except KeyError as e:  # a dtype safetensors knows and NumPy has not (BF16, F8_*)
+            problem = f"not a pong checkpoint (a tensor of dtype {e})"
+        except (SafetensorError, ValueError, TypeError) as e:  # and numpy's, for odd shapes
+            problem = f"not a readable safetensors file ({first_line(e)})"
+        else:
+            return checked(path, tensors, _metadata(path, data[8 : 8 + length]), policy)
+    raise CheckpointError(f"{path}: {problem}")
 
 
 def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
@@ -220,12 +201,13 @@ def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: 
     _check_tensors(path, tensors, shapes, np.dtype(dtype))
     cache = {k: np.asfortranarray(tensors[f"cache_{k}"]) for k in POLICY_SHAPES if fmt == FORMAT}
     try:
+        settings = {f.name: _value(f, meta[f.name]) for f in dataclasses.fields(Config)}
         return Checkpoint(
             weights={k: np.asfortranarray(tensors[k], dtype=np.float64) for k in POLICY_SHAPES},
             rmsprop_cache=cache or None,
             **{name: _count(meta, name) for name in COUNTERS},
             **{name: _mean(meta, name) for name in MEANS},
-            config=_config(meta),
+            config=Config.from_dict(settings),  # each checked as its flag is
         )
     except KeyError as e:
         raise CheckpointError(f"{path}: damaged metadata (no {e} in it)") from None
@@ -241,30 +223,23 @@ def _check_tensors(path, tensors: dict[str, np.ndarray], shapes: dict, dtype: np
         shown = ", ".join(_shown(k) for k in extra[:3])
         raise CheckpointError(f"{path}: not a pong checkpoint ({shown} in it too)")
     for name, shape in shapes.items():
-        array = tensors[name]
+        array, problem = tensors[name], None
         if array.shape != shape:
-            raise CheckpointError(
-                f"{path}: {name} has shape {array.shape}, this network needs {shape}"
-            )
-        if array.dtype != dtype:
-            raise CheckpointError(f"{path}: {name} holds {array.dtype} values, not {dtype}")
-        if not np.isfinite(array).all():
-            raise CheckpointError(f"{path}: {name} holds NaN or infinite values")
-        if name in POLICY_SHAPES and (np.abs(array) > MAX_WEIGHT).any():  # float32 would be inf
-            raise CheckpointError(f"{path}: {name} holds values beyond {MAX_WEIGHT:.1e}")
-    # a running mean of squares: RMSProp would take its root
-    if negative := [k for k in shapes if k.startswith("cache_") and (tensors[k] < 0).any()]:
-        raise CheckpointError(f"{path}: {negative[0]} holds negative values")
-
-
-def _config(meta: dict[str, str]) -> Config:
-    """The run's settings and seed, each text parsed and checked as its flag is."""
-    return Config.from_dict({f.name: _value(f, meta[f.name]) for f in dataclasses.fields(Config)})
+            problem = f"has shape {array.shape}, this network needs {shape}"
+        elif array.dtype != dtype:
+            problem = f"holds {array.dtype} values, not {dtype}"
+        elif not np.isfinite(array).all():
+            problem = "holds NaN or infinite values"
+        elif name in POLICY_SHAPES and (np.abs(array) > MAX_WEIGHT).any():  # inf as float32
+            problem = f"holds values beyond {MAX_WEIGHT:.1e}"
+        elif name.startswith("cache_") and (array < 0).any():  # RMSProp takes its root
+            problem = "holds negative values"
+        if problem:
+            raise CheckpointError(f"{path}: {name} {problem}")
 
 
 def _value(field: dataclasses.Field, text: str) -> str | int | float:
-    """A setting's text as it is, or as the number it spells (an integer if it has no point or
-    exponent)."""
+    """A setting's text, or the number it spells (an integer without a point or exponent)."""
     if field.type in ("str", str):
         return text
     if re.fullmatch(r"-?[0-9]{1,40}", text):
@@ -275,7 +250,7 @@ def _value(field: dataclasses.Field, text: str) -> str | int | float:
 
 
 def _count(meta: dict[str, str], name: str) -> int:
-    """A counter: a non-negative integer below ``MAX_COUNT``."""
+    """A counter: a non-negative integer of at most ``MAX_COUNT``."""
     if not re.fullmatch(r"[0-9]{1,16}", text := meta[name]) or int(text) > MAX_COUNT:
         raise ValueError(
             f"{name}: expected an integer from 0 to {MAX_COUNT:.0e}, got {_shown(text)}"

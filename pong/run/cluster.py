@@ -1,12 +1,10 @@
-"""Connecting to Ray: a local instance, or an existing cluster checked before joining
-(``ray.init`` retries for minutes where nothing answers); what ``ray.init`` raises (a
-refused token, a Ray that could not start) is one line."""
+"""Connecting to Ray: a local one, or a cluster checked before joining (``ray.init`` retries
+for minutes where nothing answers); what ``ray.init`` raises is one line."""
 
 from __future__ import annotations
 
 import logging
 import os
-import resource
 import signal
 import socket
 import warnings
@@ -44,31 +42,16 @@ def resolve_address(flag: str | None) -> str | None:
 
 
 def local_ray_settings() -> None:
-    """Settings for a Ray this process is about to start (a cluster keeps its own): on a small
-    machine every background wake-up takes a game off its core. A user's own setting wins."""
-    # The worker processes a new Ray starts per CPU in advance, for tasks: this program runs
-    # none, and one that no actor takes (--workers below the CPUs) would idle all run, each
-    # waking 100 times a second.
+    """Settings for a Ray this process starts, unless the user set them: on a small machine
+    every background wake-up takes a game off its core."""
+    # No idle worker processes started per CPU for tasks: this program runs none.
     os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
     os.environ.setdefault("RAY_enable_metrics_collection", "0")  # for a dashboard not started
 
 
-def _check_file_limit() -> None:
-    """Refuse a ``ulimit -f`` too small for a local Ray's object store (Ray would retry 30 s)."""
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    store = 0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # Ray's default
-    if limit != resource.RLIM_INFINITY and limit < store:
-        raise ClusterError(
-            f"the file size limit (ulimit -f) is {limit // 1024:,} KB, and a local Ray keeps its"
-            f" object store in a file of {store / 2**30:.1f} GB; raise it (ulimit -f unlimited)"
-            " or join a cluster with --address"
-        )
-
-
 def _checked(address: str) -> str:
     """``address`` once something answers there, else ``ClusterError``; ``auto``: the cluster
-    ``ray start`` last recorded in ``/tmp/ray/ray_current_cluster`` (unlike Ray's "auto",
-    never another process's Ray)."""
+    ``ray start`` last recorded here (unlike Ray's "auto", never another process's Ray)."""
     auto = address == "auto"
     if auto:
         try:
@@ -91,17 +74,13 @@ def _checked(address: str) -> str:
     except OSError as e:
         line = f"no Ray cluster answers at {address}: {e.strerror or type(e).__name__}"
         if auto:  # a head that stopped leaves its address file behind
-            line += (
-                " (--address=auto: the cluster last started here with `ray start`;"
-                " start it again, or give a live HOST:PORT)"
-            )
+            line += " (--address=auto: the cluster last started here with `ray start`)"
         raise ClusterError(line) from None
     return address
 
 
 def _raise_for(address: str, error: BaseException) -> None:
-    """Turn what Ray raised while joining ``address`` into a one-line ``ClusterError``; for
-    a refused token Ray raises a plain ``ConnectionError``, so the line says what to check."""
+    """What Ray raised joining ``address`` as one line (a refused token: a ConnectionError)."""
     token_mode = os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
     if token_mode and "no authentication token was found" in str(error):
         raise ClusterError(f"RAY_AUTH_MODE=token is set but no token was found: {TOKEN_HELP}")
@@ -114,31 +93,25 @@ def _raise_for(address: str, error: BaseException) -> None:
 
 def connect(address: str | None, num_cpus: int | None = None, log_to_driver: bool = True) -> None:
     """Join the cluster at ``address`` (``HOST:PORT`` or ``"auto"``), or start a local Ray of
-    ``num_cpus`` CPUs when it is ``None``; a ``ClusterError`` if nothing answers there, the
-    cluster refuses the client's authentication, or Ray fails to start. ``log_to_driver``:
-    print the output of Ray's worker processes here (Ray's default), or leave it in their
-    log files."""
+    ``num_cpus`` CPUs when it is ``None``; a ``ClusterError`` if that fails. ``log_to_driver``:
+    print what Ray's worker processes print here, or leave it in their log files."""
     if address is not None and num_cpus is not None:
         raise UsageError("--num-cpus applies to a local Ray only, not with a cluster address")
     # A new local Ray turns token authentication on and says how to opt out: noise here.
-    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(
-        logging.ERROR
-    )
+    token_setup = "ray._private.authentication.authentication_token_setup"
+    logging.getLogger(token_setup).setLevel(logging.ERROR)
     if address is not None:
         address = _checked(address)
     else:
-        _check_file_limit()
         local_ray_settings()
-    # Ray's blocking calls (ray.wait, ray.get) run Python's signal handlers this often:
-    # a stop (Ctrl-C, SIGTERM) takes 0.1 s instead of Ray's default 1 s.
+    # How often Ray's blocking calls run Python's signal handlers: a stop takes 0.1 s, not 1.
     os.environ.setdefault("RAY_get_check_signal_interval_milliseconds", "100")
     # Ray 2.52-2.5x: a tip about GPU variables, for a program that uses no GPU.
     warnings.filterwarnings("ignore", "Tip: In future versions of Ray", FutureWarning)
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         ray.init(
-            # "local": a Ray of its own, not a cluster that `ray start` left on this machine.
-            address=address or "local",
+            address=address or "local",  # not a cluster `ray start` left on this machine
             num_cpus=num_cpus,
             include_dashboard=False,
             logging_level=logging.WARNING,
@@ -161,13 +134,10 @@ def connect(address: str | None, num_cpus: int | None = None, log_to_driver: boo
 
 def joined(address: str | None) -> str | None:
     """The cluster this process joined (``auto`` resolved), or ``None`` for a local Ray."""
-    if address == "auto":  # (a Ray job's driver has its cluster in RAY_ADDRESS)
-        return ray.get_runtime_context().gcs_address  # the one Ray found
-    return address
+    return ray.get_runtime_context().gcs_address if address == "auto" else address
 
 
 def cluster_summary(address: str | None) -> str:
-    """One phrase for the start line: where the run is and how big it is."""
     nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
     cpus = int(ray.cluster_resources().get("CPU", 0))
     address = joined(address)

@@ -27,58 +27,39 @@ def bounded(parse: Callable[[str], Any], *bounds: tuple[Callable[[Any], bool], s
     def check(text: str) -> Any:
         try:
             value = parse(text) + 0
-        except ValueError:
+        except ValueError:  # int() also refuses more than 4,300 digits
             value = math.nan
         for ok, what in bounds:
             if not ok(value):
-                raise argparse.ArgumentTypeError(f"expected {what}, got {_short(text)}")
+                shown = repr(text) if len(text) <= 60 else f"{text[:50]!r}... ({len(text):,} chars)"
+                raise argparse.ArgumentTypeError(f"expected {what}, got {shown}")
         return value
 
     return check
 
 
-def _integer(text: str) -> int | float:
-    """``text`` as an integer; NaN past 40 digits (Python refuses to parse past 4,300 at all)."""
-    return int(text) if len(text.strip()) <= 40 else math.nan
-
-
-def _short(text: str) -> str:
-    """``text`` quoted for a message, at most about 60 characters."""
-    return repr(text) if len(text) <= 60 else f"{text[:50]!r}... ({len(text):,} characters)"
-
-
-def _at_most(most: int) -> tuple[Callable[[Any], bool], str]:
-    return (lambda value: value <= most), f"at most {most:,}"
-
-
 MAX_BATCH = 100_000  # games per update: 300 took Ray's example 11 nodes of 18 cores
-MAX_SEED = 2**128 - 1  # NumPy's SeedSequence takes any size; 128 bits is all its entropy
-CPU_FACTOR = 64  # --num-cpus above this many times the machine's CPUs is surely a slip
+MAX_SEED = 2**128 - 1  # all the entropy NumPy's SeedSequence uses
 POSITIVE_INT = (lambda n: n >= 1), "a positive integer"
-NON_NEGATIVE_INT = (lambda n: n >= 0), "a non-negative integer"
 POSITIVE = (lambda x: 0 < x < math.inf), "a positive number"
-positive_int = bounded(_integer, POSITIVE_INT)  # a count, such as updates
-non_negative_int = bounded(_integer, NON_NEGATIVE_INT)
-batch_count = bounded(_integer, POSITIVE_INT, _at_most(MAX_BATCH))
-seed_number = bounded(_integer, ((lambda n: 0 <= n <= MAX_SEED), "an integer from 0 to 2**128 - 1"))
-positive_float = bounded(float, POSITIVE)  # a step size
-below_one = bounded(float, POSITIVE, ((lambda x: x < 1), "a number below 1"))  # a decay factor
+positive_int = bounded(int, POSITIVE_INT)
+non_negative_int = bounded(int, ((lambda n: n >= 0), "a non-negative integer"))
+batch_count = bounded(int, POSITIVE_INT, ((lambda n: n <= MAX_BATCH), f"at most {MAX_BATCH:,}"))
+seed_number = bounded(int, ((lambda n: 0 <= n <= MAX_SEED), "an integer from 0 to 2**128 - 1"))
+positive_float = bounded(float, POSITIVE)
+below_one = bounded(float, POSITIVE, ((lambda x: x < 1), "a number below 1"))
 finite_float = bounded(float, ((lambda x: -math.inf < x < math.inf), "a number"))
 
 
 def local_cpus(text: str) -> int:
-    """CPUs for a local Ray to claim: at least 1, at most ``CPU_FACTOR`` times this machine's."""
-    value, machine = positive_int(text), os.cpu_count() or 1
-    if value > CPU_FACTOR * machine:
-        raise argparse.ArgumentTypeError(
-            f"expected at most {CPU_FACTOR * machine} ({CPU_FACTOR} times this machine's"
-            f" {machine} CPU{'s' * (machine != 1)}), got {text!r}"
-        )
-    return value
+    """CPUs for a local Ray: more than 64 times this machine's is surely a slip."""
+    machine = os.cpu_count() or 1
+    what = f"at most {64 * machine} (64 times this machine's {machine} CPU{'s' * (machine != 1)})"
+    return bounded(int, POSITIVE_INT, ((lambda n: n <= 64 * machine), what))(text)
 
 
 def score(text: str) -> float:
-    """A running mean to pass: a number below 21, the most points a game can give."""
+    """A running mean to pass: below 21, the most points a game can give."""
     if (value := finite_float(text)) >= 21:
         raise argparse.ArgumentTypeError(
             f"a game scores at most 21, so no running mean is above {text}"
@@ -105,23 +86,15 @@ def setting(parse: Callable, help: str, default: Any = None, metavar: str = "N",
 class Config:
     """What a run is: fixed for its life, stored in its checkpoint."""
 
-    batch_size: int = setting(
-        batch_count, "games per update; one RolloutWorker actor per CPU, at most this many", 10
-    )
+    batch_size: int = setting(batch_count, "games per update; one worker per CPU, at most this", 10)
     env: str = setting(
-        str,
-        "Gymnasium env id; Pong-v0 is the 2016 program's, PongToy/Catch-v0 a toy that is learned"
-        " in seconds",
-        "ALE/Pong-v5",
-        "ID",
+        str, "Gymnasium env id; PongToy/Catch-v0 is a toy learned in seconds", "ALE/Pong-v5", "ID"
     )
     seed: int | None = setting(
-        seed_number, "seeds the weights, env resets and action draws (default: random, printed)"
+        seed_number, "seeds the weights, env resets and actions (default: random, printed)"
     )
-    learning_rate: float = setting(positive_float, "RMSProp step size", 1e-4, "LR")
-    decay_rate: float = setting(
-        below_one, "RMSProp decay of the running mean of squared gradients", 0.99, "RATE"
-    )
+    learning_rate: float = setting(positive_float, "RMSProp learning rate", 1e-4, "LR")
+    decay_rate: float = setting(below_one, "RMSProp decay of its mean of squares", 0.99, "RATE")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Config:
@@ -150,8 +123,7 @@ class Options:
     iterations: int | None = setting(positive_int, "updates to run (default: until Ctrl-C/SIGTERM)")
     until_mean: float | None = setting(
         score,
-        "also stop once the running mean is above SCORE, such as 0 for beating the built-in"
-        " opponent on average",
+        "also stop once the running mean is above SCORE (0: beating Pong's own player on average)",
         metavar="SCORE",
     )
     address: str | None = setting(
@@ -162,39 +134,30 @@ class Options:
     )
     workers: int | None = setting(
         batch_count,
-        "RolloutWorker actors to ask Ray for, one CPU each; those it cannot place yet wait"
-        " and join when a CPU is free (default: the cluster's CPUs, at most the batch size)",
+        "workers to ask Ray for, one CPU each; those not placed yet join when a CPU is free"
+        " (default: the cluster's CPUs, at most the batch size)",
     )
     wait_for_workers: float | None = setting(
-        positive_float,
-        "stop if no RolloutWorker is up for S seconds (default: wait as long as it takes, as"
-        " for an autoscaling cluster's new node)",
-        metavar="S",
+        positive_float, "stop if no worker is up for S seconds (default: wait)", None, "S"
     )
-    num_cpus: int | None = setting(
-        local_cpus, f"CPUs of a local Ray (default: all; at most {CPU_FACTOR} times this machine's)"
-    )
+    num_cpus: int | None = setting(local_cpus, "CPUs of a local Ray (default: all)")
     run_dir: Path | None = setting(
         path,
         "where the checkpoint and metrics go (default: runs/ and the start time; in a Ray job,"
         " ~/ray_results/pong/ and the start time)",
         metavar="DIR",
     )
-    checkpoint_every: int = setting(
-        positive_int, "save a checkpoint every N updates (and always at the end)", 10
-    )
+    checkpoint_every: int = setting(positive_int, "save every N updates and at the end", 10)
     checkpoint_seconds: float = setting(
         positive_float, "also save after an update if the last save is S seconds old", 60.0, "S"
     )
     watch_every: int = setting(
         non_negative_int,
-        "every N updates, record a game of the policy in TensorBoard and RUN_DIR/watch/ (0: never)",
+        "every N updates, a game into TensorBoard and RUN_DIR/watch/ (0: none)",
         100,
     )
     resume: Path | None = setting(
-        path,
-        "continue the run saved in PATH (a checkpoint or its directory) with its settings",
-        metavar="PATH",
+        path, "continue the run saved in PATH (a checkpoint or its directory)", None, "PATH"
     )
     start_from: Path | None = setting(
         path,
@@ -210,16 +173,12 @@ class Evaluation:
 
     evaluate: Path | None = setting(
         path,
-        "play games with the policy in CHECKPOINT (a checkpoint, its run directory or a policy"
-        " file such as results/pong-v5/policy.safetensors) and print each score",
+        "play games with the policy in CHECKPOINT (a checkpoint, run directory or policy file)"
+        " and print each score",
         metavar="CHECKPOINT",
     )
-    episodes: int = setting(
-        positive_int, "games to play, seeded with --seed, --seed + 1 and so on", 1
-    )
-    record: Path | None = setting(
-        path, "also write the games as an animated GIF", metavar="FILE.gif"
-    )
+    episodes: int = setting(positive_int, "games to play, seeded --seed, --seed + 1, ...", 1)
+    record: Path | None = setting(path, "also write the games as a GIF", None, "FILE.gif")
 
 
 def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type) -> None:
@@ -241,13 +200,12 @@ def fill(args: argparse.Namespace, cls: type) -> Any:
 
 
 def fresh_seed() -> int:
-    """A random seed for a run that was given none (printed, so the run can be repeated)."""
+    """A random seed for a run given none (printed, so the run can be repeated)."""
     return int(np.random.SeedSequence().generate_state(1)[0])
 
 
 def hyperparameters(config: Config) -> dict[str, Any]:
-    """``pong.core.train.Trainer``'s arguments for ``config``: its env as the function that
-    makes it (``make_env``), the rest as they are."""
+    """``pong.core.train.Trainer``'s arguments for ``config``, its env as ``make_env``."""
     from pong.envs.make import env_maker  # here: reading settings needs no Gymnasium
 
     values = dataclasses.asdict(config)

@@ -16,17 +16,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from pong.core.model import zeros_like_weights
+from pong.run import checkpoint as ckpt
 from pong.run.board import EVENTS, Board
-from pong.run.checkpoint import (
-    COUNTERS,
-    FILENAME,
-    MAX_RESUMED,
-    OLD_FILENAME,
-    Checkpoint,
-    CheckpointError,
-    load,
-    save,
-)
+from pong.run.checkpoint import FILENAME, Checkpoint
 from pong.run.config import Config, fresh_seed
 from pong.run.errors import RunFileError, UsageError, command, printable, writing
 from pong.run.files import Directory
@@ -50,7 +42,7 @@ def in_ray_job() -> bool:
 
 
 def kept_after_the_job(path: Path, flag: str) -> Path:
-    """``path``, refused when it lies in a Ray job's working directory, which Ray deletes."""
+    """``path``, refused when it lies in a Ray job's working directory."""
     if in_ray_job() and not path.is_absolute():
         raise UsageError(
             f"{flag} {path}: a Ray job's working directory is deleted with the job; give an"
@@ -60,8 +52,8 @@ def kept_after_the_job(path: Path, flag: str) -> Path:
 
 
 def lock(directory: Directory, me: str = "", rule: str = "one driver per run directory") -> IO[str]:
-    """An exclusive OS lock on ``directory`` while this process lives, its holder ``me``
-    written in the lock file; else a ``UsageError`` naming the holder and the ``rule``."""
+    """An OS lock on ``directory`` while this process lives, its holder ``me`` written in the
+    lock file; else a ``UsageError`` naming the holder and the ``rule``."""
     f = directory.append(LOCK, "a+")  # kept open: the lock lives with it
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -70,20 +62,24 @@ def lock(directory: Directory, me: str = "", rule: str = "one driver per run dir
         holder = f.read().strip() or "another process"
         f.close()
         raise UsageError(f"{directory.path} is in use by {holder}; {rule}") from None
-    f.seek(0)
-    f.truncate()
+    f.truncate(0)
     f.write(f"{me or 'driver.py'} (pid {os.getpid()} on {socket.gethostname()})\n")
     f.flush()
     return f
 
 
+def _load(flag: str, path: Path, policy: bool = False) -> Checkpoint:
+    try:
+        return ckpt.load(path, policy=policy)
+    except ckpt.CheckpointError as e:
+        raise UsageError(f"{flag}: {e}") from None
+
+
 class Run:
     """A run directory and what is written into it; use ``start`` or ``resume``."""
 
-    def __init__(
-        self, directory: Path, config: Config, saved: Checkpoint | None, checkpoint_every: int
-    ) -> None:
-        self.directory, self.config, self.checkpoint_every = directory, config, checkpoint_every
+    def __init__(self, directory: Path, config: Config, saved: Checkpoint | None, every: int):
+        self.directory, self.config, self.checkpoint_every = directory, config, every
         self.saved = saved  # the checkpoint this run resumes from (None: a new run)
         self.start_from: tuple[Path, Checkpoint] | None = None  # --start-from: file, contents
         self.stamp: tuple[int, int] | None = None  # which save of the checkpoint was read
@@ -101,24 +97,14 @@ class Run:
 
     @classmethod
     def start(
-        cls,
-        directory: Path | None,
-        config: Config,
-        checkpoint_every: int,
-        start_from: Path | None = None,
-        env_given: bool = True,
-    ) -> Run:
+        cls, directory, config: Config, checkpoint_every: int, start_from=None, env_given=True
+    ):
         """A new run in ``directory`` (default ``runs/<start time>``, in a Ray job
         ``~/ray_results/pong/<start time>``), a random seed if none; from ``start_from``'s
         weights (see ``initial``), and their env unless ``env_given``, if given."""
-        source = None
-        if start_from is not None:
-            try:
-                source = (start_from, load(start_from, policy=True))
-            except CheckpointError as e:
-                raise UsageError(f"--start-from: {e}") from None
-            if not env_given:
-                config = dataclasses.replace(config, env=source[1].config.env)
+        source = start_from and (start_from, _load("--start-from", start_from, policy=True))
+        if source and not env_given:
+            config = dataclasses.replace(config, env=source[1].config.env)
         if directory is None:
             runs = Path(JOB_RUNS).expanduser() if in_ray_job() else Path("runs")
             directory = runs / time.strftime("%Y%m%d-%H%M%S")
@@ -142,7 +128,7 @@ class Run:
         weights with a fresh RMSProp cache and counters from 0 (``None``: fresh weights)."""
         if self.saved is not None or self.start_from is None:
             return self.saved
-        weights = self.start_from[1].weights  # iteration, episodes, steps 0; no running mean
+        weights = self.start_from[1].weights
         return Checkpoint(weights, zeros_like_weights(weights), 0, 0, 0, None, None, self.config)
 
     @classmethod
@@ -150,31 +136,21 @@ class Run:
         """The run saved in ``path`` (its checkpoint or its directory), with its settings; a
         ``UsageError`` if the checkpoint cannot be used or one of ``flags`` contradicts it."""
         kept_after_the_job(path, "--resume")
-        if path.is_file() and path.name == OLD_FILENAME:
-            raise UsageError(
-                f"--resume: {path} is an earlier version's checkpoint; carry it over with"
-                f" {command(path, module='pong convert')}, then {command('--resume', path.parent)}"
-            )
         if path.is_file() and path.name != FILENAME:  # a copy: training on would rewind its run
-            try:  # hint at --start-from only for weights it can start from
-                load(path, policy=True)
-            except CheckpointError as e:
-                raise UsageError(f"--resume: {e}") from None
+            _load("--resume", path, policy=True)  # hint at --start-from only for weights
             raise UsageError(
                 f"--resume: {path} is not a run's {FILENAME}; to start a new run from its"
                 f" weights: {command('--start-from', path)}"
             )
         directory = path if path.is_dir() else path.parent
         stamp = saved_stamp(directory / FILENAME)  # before reading: a later save must show
-        try:
-            saved = load(path)
-        except CheckpointError as e:
-            raise UsageError(f"--resume: {e}") from None
-        if full := [n for n in COUNTERS if getattr(saved, n) > MAX_RESUMED]:  # it would save
-            raise UsageError(  # a count no checkpoint holds: said now, not at its next resume
+        saved = _load("--resume", path)
+        # A count this run would save past what a checkpoint holds: said now, not next resume
+        if full := [n for n in ckpt.COUNTERS if getattr(saved, n) > ckpt.MAX_RESUMED]:
+            raise UsageError(
                 f"--resume: {path}: {full[0]} {getattr(saved, full[0]):,} is past the"
-                f" {MAX_RESUMED:,} a run resumes from; {command('--start-from', path)} trains"
-                " its weights in a new run"
+                f" {ckpt.MAX_RESUMED:,} a run resumes from; {command('--start-from', path)}"
+                " trains its weights in a new run"
             )
         for name, given in flags.items():
             if given != getattr(saved.config, name):
@@ -188,8 +164,7 @@ class Run:
 
     @property
     def kept(self) -> bool:
-        """Whether the directory holds this run's checkpoint: resumed from one, or saved since.
-        Known from what this run did, not the path, which someone may have moved away."""
+        """Whether this run has a checkpoint, from what it did (the path may have moved)."""
         return self.saved is not None or self.saved_at > 0
 
     def open(self) -> None:
@@ -226,18 +201,25 @@ class Run:
     def _check_empty(self) -> None:
         """Refuse a new run in a directory that holds an earlier run's checkpoint or metrics."""
         names = self.opened.names()
-        if FILENAME in names or OLD_FILENAME in names:
+        if FILENAME in names or ckpt.OLD_FILENAME in names:
             raise UsageError(
                 f"{self.directory} already holds a run; continue it with --resume {self.directory}"
                 " or choose another --run-dir"
             )
+        held = []
         for name in (UPDATES, EPISODES):  # written from update 1 on: said now, before Ray
-            if (odd := _not_plain(self.opened.lstat(name))) is not None:
+            if (info := self.opened.lstat(name)) is None:
+                continue
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+                odd = "a hard link to a file with other names"
+                if not stat.S_ISREG(info.st_mode):
+                    odd = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
                 raise UsageError(
                     f"{self.directory / name}: {odd}; refusing to write through it; choose"
                     " another --run-dir"
                 )
-        held = [name for name in (UPDATES, EPISODES) if _holds_rows(self.opened, name)]
+            with self.opened.read(name) as f:  # more than a header, one short line?
+                held += [name] if len(f.read(64 * 1024).splitlines()) > 1 else []
         held += [f"TensorBoard events ({name})" for name in names if name.startswith(EVENTS)]
         if held:
             raise UsageError(
@@ -246,7 +228,9 @@ class Run:
             )
 
     def record(self, update: Update, trainer: Trainer) -> None:
-        """The metrics of the update ``trainer`` just made; its checkpoint when one is due."""
+        """The metrics of the update ``trainer`` just made; its checkpoint when one is due:
+        after a new run's first update (so it can be resumed), every ``checkpoint_every``
+        updates, or ``checkpoint_seconds`` after the last save."""
         with writing(self.directory / UPDATES, "the metrics stop at the update before"):
             if self.metrics is None:  # a new run's, opened with its first rows
                 self.metrics = MetricsLog(self.opened)
@@ -255,13 +239,8 @@ class Run:
             if self.board is None:  # hides what a killed run logged past the checkpoint
                 self.board = Board(self.opened, self.saved.steps if self.saved else None)
             self.board.record(update, trainer)
-        waited = time.monotonic() - self.saved_time
-        first = self.saved_at == 0  # a new run's first update: once one is printed, it resumes
-        if (
-            first
-            or trainer.iteration % self.checkpoint_every == 0
-            or waited >= self.checkpoint_seconds
-        ):
+        due = self.saved_at == 0 or trainer.iteration % self.checkpoint_every == 0
+        if due or time.monotonic() - self.saved_time >= self.checkpoint_seconds:
             self.save(trainer)
 
     def watch_due(self, iteration: int) -> bool:
@@ -292,12 +271,13 @@ class Run:
         """Save ``trainer``'s state; on failure the previous checkpoint stays as it was."""
         kept = f"the checkpoint of update {self.saved_at} is intact" if self.saved_at else ""
         with writing(self.checkpoint_path, kept or "no checkpoint was saved"):
-            save(FILENAME, Checkpoint.of(trainer.state(), self.config), dir_fd=self.opened.fd)
+            state = Checkpoint.of(trainer.state(), self.config)
+            ckpt.save(FILENAME, state, dir_fd=self.opened.fd)
         self.saved_at, self.saved_time = trainer.iteration, time.monotonic()
 
     def close(self, trainer: Trainer | None = None) -> None:
-        """Save the updates the last checkpoint lacks, close the files, give the directory up
-        (removed again if this run made it and wrote nothing into it). Twice is harmless."""
+        """Save what the last checkpoint lacks, close the files, give the directory up (removed
+        if this run made it and wrote nothing into it). Twice is harmless."""
         if self.metrics is not None:
             self.metrics.close()
             self.metrics = None
@@ -315,27 +295,6 @@ class Run:
             if handle is not None:
                 handle.close()
         self.lock = self.opened = None
-
-
-def _not_plain(info: os.stat_result | None) -> str | None:
-    """What a file in the way is, if it is not one regular file of one name (or nothing)."""
-    if info is None or (stat.S_ISREG(info.st_mode) and info.st_nlink == 1):
-        return None
-    if stat.S_ISLNK(info.st_mode):
-        return "a symbolic link"
-    return (
-        "a hard link to a file with other names"
-        if stat.S_ISREG(info.st_mode)
-        else ("not a regular file")
-    )
-
-
-def _holds_rows(directory: Directory, name: str) -> bool:
-    """Whether the metrics file ``name`` holds more than a header."""
-    if directory.lstat(name) is None:
-        return False
-    with directory.read(name) as f:
-        return len(f.read(64 * 1024).splitlines()) > 1  # a header is one short line
 
 
 def saved_stamp(path: Path) -> tuple[int, int] | None:

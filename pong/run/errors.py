@@ -1,4 +1,4 @@
-"""The errors a user can fix: each knows its one-line message and the driver's exit code."""
+"""The errors a user can fix, each said in one line, and the shell words a hint pastes."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class PongError(Exception):
 class UsageError(PongError):
     """Bad input: a flag, a path or a file the user named."""
 
-    exit_code = 2  # the shell's convention for a usage error, as argparse uses
+    exit_code = 2  # a usage error, as argparse's
 
 
 class RunFileError(PongError):
@@ -43,7 +43,7 @@ def writing(path: Path, lost: str) -> Iterator[None]:
 
 def quiet_when_piped(main: Callable[[], int], prog: str) -> NoReturn:
     """Exit with a command's code; ``... | head`` closing its output ends it quietly, as
-    ``yes``, and output that cannot be written (``> /dev/full``) is one line naming why."""
+    ``yes``, and output that cannot be written (``> /dev/full``) is one line."""
     try:
         code = main()
         sys.stdout.flush()  # here, not at exit, where a failure would be a traceback
@@ -58,14 +58,13 @@ def quiet_when_piped(main: Callable[[], int], prog: str) -> NoReturn:
 
 
 def output_closed(code: int = 128 + signal.SIGPIPE.value) -> int:
-    """``code``, once stdout (closed, say) points at /dev/null: its buffer fails nowhere at exit."""
+    """``code``, once stdout points at /dev/null: its buffer then fails nowhere at exit."""
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return code
 
 
 def pasteable(path: str | os.PathLike) -> str:
-    """``path`` for a command to paste here: relative inside the current directory (``./``
-    first where it would start with ``-`` and be read as a flag), quoted for the shell."""
+    """``path`` quoted for the shell: relative below here (``./`` before a ``-``), else absolute."""
     relative = os.path.relpath(path)
     if relative.startswith("-"):
         relative = os.path.join(".", relative)
@@ -73,8 +72,8 @@ def pasteable(path: str | os.PathLike) -> str:
 
 
 def shell_word(text: str) -> str:
-    """``text`` as one word for bash or zsh, on one line: as ``shlex.quote`` quotes it, or as
-    ``$'...'`` with the bytes of a newline or other character that does not print escaped."""
+    """``text`` as one word for bash or zsh, on one line: ``shlex.quote``, or ``$'...'``
+    with each character that does not print as its bytes."""
     if text.isprintable():
         return shlex.quote(text)
     escaped = "".join(
@@ -87,13 +86,12 @@ def shell_word(text: str) -> str:
 
 
 def printable(path: str | os.PathLike) -> str:
-    """``path`` to show in a line: as it is, unless it holds a character that does not print."""
+    """``path`` to show in a line: as it is, or as a shell word if a character does not print."""
     return str(path) if str(path).isprintable() else shell_word(str(path))
 
 
 def command(*words: str | os.PathLike, module: str | None = None) -> str:
-    """A command to paste here, for a hint: this Python, ``driver.py`` (or ``-m module``),
-    then ``words``, each path made pasteable.
+    """A command to paste, for a hint: this Python, ``driver.py`` (or ``-m module``), ``words``.
     >>> command("--resume", "runs/a b").endswith("driver.py --resume 'runs/a b'")
     True
     """
@@ -109,13 +107,11 @@ def first_line(error: BaseException) -> str:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line (argparse's usage line left out)."""
+    """An ``ArgumentParser`` whose errors are one line, without argparse's usage line."""
 
     def error(self, message: str) -> NoReturn:
-        """A wrong command line: one line that points to ``--help``."""
         self.refuse(f"{message} (see --help)")
 
     def refuse(self, message: str, status: int = 2) -> NoReturn:
-        """What is wrong with a file the command line names: one line, without the pointer to
-        ``--help``, which could not help."""
+        """One line on what is wrong with a file the command line names (--help cannot help)."""
         self.exit(status, f"{self.prog}: error: {message}\n")

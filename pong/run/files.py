@@ -36,9 +36,9 @@ class NotRegularError(OSError):
 
 
 def open_file(path: PathLike, max_bytes: int | None = None, *, dir_fd=None) -> BinaryIO:
-    """``path`` opened to read in binary, if a regular file of at most ``max_bytes``; else
-    ``NotRegularError``, or the ``OSError`` opening it gave (``FileNotFoundError``, say)."""
-    _check_regular(os.lstat(path, dir_fd=dir_fd), path, max_bytes)  # a device: never opened
+    """``path`` opened to read in binary if a regular file of at most ``max_bytes``, else
+    ``NotRegularError`` (a device is never opened), or the ``OSError`` opening it gave."""
+    _check_regular(os.lstat(path, dir_fd=dir_fd), path, max_bytes)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=dir_fd)
     try:
         _check_regular(os.fstat(fd), path, max_bytes)  # the file opened, whatever replaced it
@@ -61,16 +61,14 @@ def _check_regular(info: os.stat_result, path: PathLike, max_bytes: int | None) 
 
 @contextmanager
 def atomic_write(path: PathLike, mode="wb", *, replace=True, dir_fd=None, **kwargs) -> Iterator[IO]:
-    """Write ``path`` whole or not at all, through a temporary ``.NAME.<16 hex digits>.tmp``
-    only this call made, renamed into place. ``mode`` is ``"wb"`` or ``"w"`` (``kwargs`` go to
-    ``open``). ``replace=False``: it lands only if nothing has the name (a hard link, one step),
-    else ``FileExistsError``. With ``dir_fd`` a link at ``path`` is refused; without, replaced."""
+    """Write ``path`` whole or not at all, through a new temporary ``.NAME.<16 hex>.tmp``
+    renamed into place (``kwargs`` go to ``open``). ``replace=False``: only if nothing has the
+    name, else ``FileExistsError``. With ``dir_fd`` a link at ``path`` is refused, else replaced."""
     path = Path(path)
     if dir_fd is not None and replace and _is_link(path, dir_fd):
         raise OSError(errno.ELOOP, _REFUSED[errno.ELOOP], str(path))
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")  # unpredictable
-    # O_EXCL: never an existing file, never through a link; 0o666 less the umask, as open's.
-    try:
+    try:  # O_EXCL: never an existing file, never through a link
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | NOFOLLOW, 0o666, dir_fd=dir_fd)
     except OSError as e:  # named as the file asked for, not as our temporary one
         raise OSError(e.errno, e.strerror, str(path)) from None
@@ -81,7 +79,7 @@ def atomic_write(path: PathLike, mode="wb", *, replace=True, dir_fd=None, **kwar
             os.fsync(f.fileno())
         if replace:  # a link put at ``path`` meanwhile is replaced, not followed
             os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        else:  # fails with EEXIST if anything, a link included, has the name
+        else:  # a hard link: EEXIST if anything has the name, all at once
             os.link(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
     finally:
         with suppress(FileNotFoundError):
@@ -89,15 +87,15 @@ def atomic_write(path: PathLike, mode="wb", *, replace=True, dir_fd=None, **kwar
 
 
 def open_regular(path: PathLike, mode: str = "a", *, dir_fd=None, **kwargs) -> IO:
-    """Open ``path`` to append (``"a"``) or read and append (``"a+"``), creating it if need be;
-    an ``OSError`` if it is a link, no regular file, or a hard link with other names."""
+    """Open ``path`` to append (``"a"`` or ``"a+"``), made if need be; an ``OSError`` if it is a
+    link, no regular file, or a hard link with other names."""
     flags = os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | NOFOLLOW
     fd = _open(path, flags | (os.O_RDWR if "+" in mode else os.O_WRONLY), dir_fd)
     try:
-        info = os.fstat(fd)  # another name of the file, or no file, would write elsewhere
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, _REFUSED[errno.ENXIO], str(path))
-        if info.st_nlink != 1:
+        if info.st_nlink != 1:  # its other name would see what is written
             message = "a hard link to a file with other names; refusing to write"
             raise OSError(errno.EINVAL, message, str(path))
         os.set_blocking(fd, True)
@@ -117,8 +115,7 @@ def _open(path: PathLike, flags: int, dir_fd: int | None) -> int:
     """``os.open``, with a link or FIFO in the way named as what it is."""
     try:
         return os.open(path, flags, 0o666, dir_fd=dir_fd)
-    except OSError as e:
-        # ENOTDIR: O_DIRECTORY's answer to a link
+    except OSError as e:  # ENOTDIR: O_DIRECTORY's answer to a link
         code = errno.ELOOP if e.errno == errno.ENOTDIR and _is_link(path, dir_fd) else e.errno
         if code in _REFUSED:
             raise OSError(code, _REFUSED[code], str(path)) from None
@@ -134,7 +131,8 @@ def _is_link(path: PathLike, dir_fd: int | None) -> bool:
 
 class Directory:
     """A directory opened once (``fd``, owned; ``path`` names it in messages): every name
-    below it is made, opened and written relative to ``fd``, no link followed."""
+    below it is made, opened and written relative to ``fd``, no link followed, and an
+    ``OSError`` names the file by its whole path."""
 
     def __init__(self, path: Path, fd: int) -> None:
         self.path, self.fd = path, fd
@@ -143,7 +141,7 @@ class Directory:
     def open(cls, path: Path, *, create: bool = False, dir_fd: int | None = None) -> Directory:
         """The directory ``path``, made first if ``create`` (its parents too, unless in
         ``dir_fd``). An ``OSError`` if there is none, or a link or a file is there."""
-        where = path if dir_fd is None else path.name  # in ``dir_fd``: its name there
+        where = path if dir_fd is None else path.name
         with _naming(path):
             if create:
                 if dir_fd is None:
@@ -152,31 +150,23 @@ class Directory:
                     os.mkdir(where, dir_fd=dir_fd)
             return cls(path, _open(where, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW, dir_fd))
 
-    def __repr__(self) -> str:
-        return f"Directory({str(self.path)!r})"
-
     def subdirectory(self, name: str) -> Directory:
-        """The directory ``name`` in this one, made if need be; a link there is refused."""
         return Directory.open(self.path / name, create=True, dir_fd=self.fd)
 
     @contextmanager
     def write(self, name: str, mode: str = "wb", **kwargs) -> Iterator[IO]:
-        """``atomic_write`` of the file ``name`` in this directory (a link there is refused)."""
         with _naming(self.path / name), atomic_write(name, mode, dir_fd=self.fd, **kwargs) as f:
             yield f
 
     def append(self, name: str, mode: str = "a", **kwargs) -> IO:
-        """``open_regular`` of the file ``name`` in this directory."""
         with _naming(self.path / name):
             return open_regular(name, mode, dir_fd=self.fd, **kwargs)
 
     def create(self, name: str) -> IO:
-        """``create_new`` of the file ``name`` in this directory, to write in binary."""
         with _naming(self.path / name):
             return create_new(name, dir_fd=self.fd)
 
     def read(self, name: str, max_bytes: int | None = None) -> BinaryIO:
-        """``open_file`` of the file ``name`` in this directory."""
         with _naming(self.path / name):
             return open_file(name, max_bytes, dir_fd=self.fd)
 
@@ -187,18 +177,16 @@ class Directory:
         return None
 
     def names(self) -> list[str]:
-        """The names in this directory, sorted."""
         return sorted(os.listdir(self.fd))
 
     def remove(self, name: str) -> None:
-        """Remove the file ``name`` from this directory, if it is there."""
         with suppress(FileNotFoundError):
             os.unlink(name, dir_fd=self.fd)
 
     def remove_stale_temporaries(self, *names: str) -> list[str]:
-        """Remove the temporaries ``atomic_write`` of ``names`` left here when killed outright,
-        regular files only; the names removed. Call it only holding the lock that keeps every
-        other writer of ``names`` out: their temporaries would go too."""
+        """Remove the temporaries of ``names`` that a killed ``atomic_write`` left, regular
+        files only, and say which. Only holding the lock that keeps out every other writer of
+        ``names``: their temporaries would go too."""
         removed = []
         for name in self.names():
             match = TEMPORARY.fullmatch(name)
@@ -218,7 +206,6 @@ class Directory:
 
 @contextmanager
 def _naming(path: Path) -> Iterator[None]:
-    """An ``OSError`` that names the file by its whole path, not its name in the directory."""
     try:
         yield
     except OSError as e:

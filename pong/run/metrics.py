@@ -1,8 +1,8 @@
-"""Metrics of a run as CSV files in its run directory, one row per update and per episode.
+"""Metrics of a run as CSV files in its run directory, a row per update and per game.
 
-Rows are flushed as written, so a crash loses nothing printed; a resumed run first drops the rows
-of updates made after its checkpoint, so each update keeps one row. Files are read a row at a
-time, so none can fill memory. ``python -m pong metrics RUN_DIR`` prints a run's summary.
+Rows are flushed as written, so a crash loses nothing printed; a resumed run first drops the
+rows of updates after its checkpoint, so each update keeps one row. Readers take a file a line
+at a time, each line bounded. ``python -m pong metrics RUN_DIR`` prints a run's summary.
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ UPDATES, EPISODES = "updates.csv", "episodes.csv"
 UPDATE_FIELDS = "update episodes steps seconds steps_per_s running_reward reward_mean".split()
 UPDATE_FIELDS += ["reward_min", "reward_max"]
 FIELDS = {UPDATES: UPDATE_FIELDS, EPISODES: ["episode", "update", "reward", "steps"]}  # in order
-# After the numbers (and absent from files older than it): how many of the update's games each
-# node played, such as "10.0.0.1=6 10.0.0.2=4", so an idle node shows.
+# After the numbers, absent from older files: the games each node played ("10.0.0.1=6 ...")
 TEXT_FIELDS = {UPDATES: ["games_by_node"], EPISODES: []}
 COUNTS = {"update", "episodes", "steps", "episode"}  # the integer fields
 MAX_LINE = 4096  # bytes of a line; a row has about 100
@@ -44,18 +43,16 @@ class MetricsFileError(UsageError, ValueError):
 
 
 class MetricsLog:
-    """Appends rows to ``updates.csv`` and ``episodes.csv`` in the run directory ``run_dir``."""
+    """Appends rows to ``updates.csv`` and ``episodes.csv`` in the run directory ``run_dir``;
+    with ``after``, first drops the rows of updates after it."""
 
     def __init__(self, run_dir: Directory | str | os.PathLike, after: int | None = None) -> None:
-        """Open the files; with ``after``, first drop rows of updates later than ``after``."""
         self._files, self._writers = ExitStack(), {}
         if not isinstance(run_dir, Directory):  # then closed with the files
             run_dir = self._files.enter_context(closing(Directory.open(Path(run_dir))))
         for name, fields in FIELDS.items():
-            if after is not None:
-                _drop_rows_after(run_dir, name, after)
+            header = _kept_header(run_dir, name, after)
             f = self._files.enter_context(run_dir.append(name, newline=""))  # never through a link
-            header = _header(run_dir, name) if os.fstat(f.fileno()).st_size else None
             if header is None:  # no rows yet: ours is the header
                 f.truncate(0)
                 header = fields + TEXT_FIELDS[name]
@@ -63,19 +60,19 @@ class MetricsLog:
             self._writers[name] = (csv.DictWriter(f, header, extrasaction="ignore"), f)
 
     def write(self, row: dict[str, object], episodes: list[dict[str, object]]) -> None:
-        """One update's row and its episodes' rows, flushed."""
+        """One update's row and its games' rows, flushed."""
         for name, rows in ((EPISODES, episodes), (UPDATES, [row])):
             writer, f = self._writers[name]
             writer.writerows(rows)
             f.flush()
 
     def record(self, update: Update, trainer: Trainer) -> None:
-        """The rows of the update ``trainer`` just made, flushed."""
+        """The rows of the update ``trainer`` just made."""
         rewards, first = update.scores, trainer.episodes - update.played + 1
         values = (update.iteration, trainer.episodes, trainer.steps, round(update.seconds, 4))
         values += (round(update.steps_per_second, 1), trainer.running_reward)
         values += (sum(rewards) / len(rewards), min(rewards), max(rewards))
-        row = dict(zip(FIELDS[UPDATES], values, strict=True))  # in the order of FIELDS
+        row = dict(zip(FIELDS[UPDATES], values, strict=True))
         row["games_by_node"] = " ".join(f"{node}={n}" for node, n in sorted(update.nodes.items()))
         episodes = [
             {"episode": i, "update": update.iteration, "reward": r, "steps": n}
@@ -87,42 +84,37 @@ class MetricsLog:
         self._files.close()
 
 
-def _header(run_dir: Directory, name: str) -> list[str] | None:
-    """The columns of the metrics file ``name`` as it is (an older run's may lack some), or
-    ``None`` where it holds no row yet."""
-    lines = _WholeLines(run_dir.path / name, lambda: run_dir.read(name))
+def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] | None:
+    """The columns of the metrics file ``name`` if it holds rows (an older run's may lack
+    some), once it is rewritten without the rows of updates after ``after`` or a torn line."""
+    if run_dir.lstat(name) is None:
+        return None
+    lines, kept, count = _WholeLines(run_dir.path / name, lambda: run_dir.read(name)), [], 0
     try:
-        return list(lines.reader.fieldnames) if next(lines.rows(), None) else None
+        for row in lines.rows():
+            count += 1
+            if after is None or int(row["update"]) <= after:
+                kept.append(row)
     except MetricsFileError:
-        if lines.number <= 1:  # a header alone, which need not be ours: nothing is lost
+        if after is None and lines.number == 1:  # a new run's header, not ours: Run refused rows
             return None
         raise
-
-
-def _drop_rows_after(run_dir: Directory, name: str, update: int) -> None:
-    """Rewrite ``name`` atomically without the rows of updates after ``update``, nor a torn line."""
-    if run_dir.lstat(name) is None:
-        return
-    lines, kept, count = _WholeLines(run_dir.path / name, lambda: run_dir.read(name)), [], 0
-    for row in lines.rows():
-        count += 1
-        try:
-            if int(row["update"]) <= update:
-                kept.append(row)
-        except (KeyError, TypeError, ValueError):  # the file was edited
-            raise lines.error("not a metrics row; remove it and resume again") from None
-    if lines.reader.fieldnames is None or (len(kept) == count and not lines.torn):
-        return
-    with run_dir.write(name, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=lines.reader.fieldnames)
-        writer.writeheader()
-        writer.writerows(kept)
+    except (KeyError, TypeError, ValueError):  # the file was edited
+        raise lines.error("not a metrics row; remove it and resume again") from None
+    if lines.reader.fieldnames is None:  # not even a whole header
+        return None
+    if len(kept) < count or lines.torn:
+        with run_dir.write(name, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=lines.reader.fieldnames)
+            writer.writeheader()
+            writer.writerows(kept)
+    return list(lines.reader.fieldnames) if kept else None
 
 
 class _WholeLines:
-    """A metrics file's lines, read and decoded one at a time (an iterable for csv): a regular
-    file's alone, each at most ``MAX_LINE`` bytes, so none can hang or fill memory. A last line
-    without its newline (being written, or cut off by a kill) is left out and sets ``torn``."""
+    """A metrics file's lines for csv, read and decoded one at a time: a regular file's alone,
+    each at most ``MAX_LINE`` bytes. A last line without its newline (being written, or cut
+    off by a kill) is left out and sets ``torn``."""
 
     def __init__(self, path: Path, opener: Callable[[], BinaryIO] | None = None) -> None:
         self.path, self.shown, self.torn, self.number = path, printable(path), False, 0
@@ -131,7 +123,7 @@ class _WholeLines:
         self.reader = csv.DictReader(self)
 
     def error(self, what: str) -> MetricsFileError:
-        """``what`` is wrong with the line read last (that of the row read last)."""
+        """``what`` is wrong with the line read last."""
         return MetricsFileError(f"{self.shown}, line {self.number}: {what}")
 
     def __iter__(self) -> Iterator[str]:
@@ -170,14 +162,14 @@ class _WholeLines:
             raise self.error(f"not a metrics row ({reason})") from None
 
 
-def rows(path: Path) -> Iterator[dict[str, str]]:
-    """The rows of a metrics CSV, one at a time, each checked to be whole and numeric; a last
-    line without its newline is left out (a run is writing it, or was killed while it did)."""
-    if not path.exists():
+def rows(path: Path, opener: Callable[[], BinaryIO] | None = None) -> Iterator[dict[str, str]]:
+    """The rows of the metrics CSV ``path`` (read through ``opener``, if given), each checked
+    to hold numbers a run writes; a torn last line is left out (a run is writing it)."""
+    if opener is None and not path.exists():
         raise MetricsFileError(
             f"{printable(path)}: no such file; is {printable(path.parent)} a run directory?"
         )
-    lines, row = _WholeLines(path), None
+    lines, row = _WholeLines(path, opener), None
     for row in lines.rows():
         try:
             numbers = {k: (int if k in COUNTS else float)(row[k]) for k in lines.fields}
@@ -186,23 +178,15 @@ def rows(path: Path) -> Iterator[dict[str, str]]:
             whole = False
         if not whole:
             raise lines.error("not a metrics row")
-        if wrong := [k for k, v in numbers.items() if not _possible(k, v)]:
-            raise lines.error(
-                f"not a metrics row ({wrong[0]} {row[wrong[0]][:20]!r}: no run writes it)"
-            )
+        for k, v in numbers.items():  # scores within the checkpoint's bounds, counts >= 0
+            if not (-MAX_SCORE <= v <= MAX_SCORE if "reward" in k else v >= 0):
+                raise lines.error(f"not a metrics row ({k} {row[k][:20]!r}: no run writes it)")
         yield row
     if row is None:
         raise MetricsFileError(f"{lines.shown}: no rows yet; the run has not finished an update")
 
 
-def _possible(name: str, value: float) -> bool:
-    """Whether a run can write ``value`` in the column ``name``: a score or a mean of scores
-    within the checkpoint's bounds, and counts and times of at least 0."""
-    return -MAX_SCORE <= value <= MAX_SCORE if "reward" in name else value >= 0
-
-
 def read_rows(path: Path) -> list[dict[str, str]]:
-    """``rows(path)``, all of them (for a file known to be short)."""
     return list(rows(path))
 
 
@@ -212,18 +196,18 @@ class Passed:
 
     update: int
     episodes: int
-    hours: float  # of training, the updates' own seconds up to and including that one
+    hours: float  # the updates' own seconds up to and including that one
 
 
 @dataclass(frozen=True)
 class Summary:
     """A run's ``updates.csv`` in a few figures, read in one pass (``summary``)."""
 
-    updates: int  # rows
+    updates: int
     last: dict[str, str]  # the last row
     best: dict[str, str]  # the first row of the highest running mean
-    seconds: float  # the updates' own, summed: no start-ups, no time spent interrupted
-    passed: dict[float, Passed]  # the first update above each mark that one went above
+    seconds: float  # the updates' own, summed: no start-ups, no time spent stopped
+    passed: dict[float, Passed]  # the first update above each mark it went above
 
     @property
     def steps_per_s(self) -> float:
@@ -232,7 +216,6 @@ class Summary:
 
 
 def summary(run_dir: str | os.PathLike, marks: Iterable[float] = MILESTONES) -> Summary:
-    """The figures of the run in ``run_dir``, its running mean checked against ``marks``."""
     count, seconds, best, passed = 0, 0.0, None, {}
     for row in rows(Path(run_dir) / UPDATES):
         count += 1
@@ -247,7 +230,7 @@ def summary(run_dir: str | os.PathLike, marks: Iterable[float] = MILESTONES) -> 
 
 
 def summarize(run_dir: str | os.PathLike) -> list[str]:
-    """Lines describing the run in ``run_dir``, as ``python -m pong metrics`` prints them."""
+    """The lines ``python -m pong metrics`` prints for the run in ``run_dir``."""
     s = summary(run_dir)
     return [
         f"{s.updates} updates, {s.last['episodes']} episodes, {int(s.last['steps']):,} env steps,"
@@ -258,7 +241,7 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
         *(
             f"running mean above {milestone:+d} from update {mark.update},"
             f" episode {mark.episodes}, after {mark.hours:.2f} h"
-            for milestone, mark in s.passed.items()  # in the order of MILESTONES: higher is later
+            for milestone, mark in s.passed.items()  # in the order of MILESTONES
         ),
     ]
 

@@ -1,6 +1,5 @@
-"""What the driver prints: where a run trains, one line per update, and its last line
-(or the one line of an error or a stop), which ends with the command that continues the
-run, pasteable into bash or zsh whatever the run directory is called."""
+"""What the driver prints: where a run trains, a line per update, and its last line (or the
+one line of an error or a stop), which ends with the command that continues the run."""
 
 from __future__ import annotations
 
@@ -26,7 +25,6 @@ def reached(running_reward: float | None, until_mean: float | None) -> bool:
 
 
 def announce(run: Run, options: Options, where: str) -> None:
-    """The first lines: where the run trains, with what settings, where its files go."""
     config, iterations = run.config, options.iterations
     stops = [f"{iterations} update{'s' * (iterations != 1)}"] if iterations else []
     if options.until_mean is not None:
@@ -51,18 +49,15 @@ def announce(run: Run, options: Options, where: str) -> None:
 
 
 def started(trainer: Trainer) -> str:
-    """The line that says how many of the workers asked for started, and where."""
+    """How many of the workers asked for started, and where."""
     dealer = trainer.dealer
     placed, asked, waiting = dealer.placement(), len(dealer.actors), dealer.waiting()
-    up = sum(placed.values())
-    nodes = f"{len(placed)} node{'s' * (len(placed) != 1)}"
-    counts = " + ".join(map(str, placed.values()))
-    line = (
-        f"Started {up} of {asked} RolloutWorker actor{'s' * (asked != 1)} (one CPU each) on"
-        f" {nodes} ({counts}: {', '.join(placed)})"
-        if up
-        else f"Started 0 of {asked} RolloutWorker actors"
-    )
+    line = f"Started {sum(placed.values())} of {asked} RolloutWorker actor{'s' * (asked != 1)}"
+    if placed:
+        nodes, counts = len(placed), " + ".join(map(str, placed.values()))
+        line += (
+            f" (one CPU each) on {nodes} node{'s' * (nodes != 1)} ({counts}: {', '.join(placed)})"
+        )
     if waiting:
         them = "it" if waiting == 1 else "them"
         if ray.available_resources().get("CPU", 0) >= 1:  # placed, and still starting
@@ -74,24 +69,19 @@ def started(trainer: Trainer) -> str:
 
 
 def batch_line(update: Update, trainer: Trainer) -> str:
-    """One update's line: games, steps, seconds, speed and the running mean."""
+    """The line people grep for: keep its words as they are."""
     return (
-        f"Batch {update.iteration} computed {update.played} rollouts"
-        f" ({update.steps} steps) in {update.seconds:.2f} seconds"
-        f" ({update.steps_per_second:.0f} steps/s), running mean is"
+        f"Batch {update.iteration} computed {update.played} rollouts ({update.steps} steps) in"
+        f" {update.seconds:.2f} seconds ({update.steps_per_second:.0f} steps/s), running mean is"
         f" {trainer.running_reward:.2f}"
     )
 
 
 def farewell(
-    run: Run,
-    trainer: Trainer,
-    first: int,
-    address: str | None = None,
-    until_mean: float | None = None,
-    script: str = "driver.py",
+    run: Run, trainer: Trainer, first: int, address=None, until_mean=None, script="driver.py"
 ) -> str:
-    """The last line: what the run did and, once saved, how to continue it with ``script``."""
+    """The last line: what the run did and, once saved, how to continue it (on the cluster at
+    ``address``, with ``script``, to ``until_mean``)."""
     n, best = trainer.iteration, trainer.best_running_reward
     line = (
         f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.episodes}"
@@ -119,12 +109,11 @@ def farewell(
 
 
 def failed(prog: str, error: Exception, run: Run | None) -> int:
-    """Say ``error`` in one line, with what the run kept when training failed (Ray's own
-    processes, a worker, the numbers); the exit code."""
+    """Say ``error`` in one line, with what the run kept if training failed; the exit code."""
     line = str(error)
     if isinstance(error, ray.exceptions.RayError):  # its own processes died under the run
         line = f"Ray failed under the run: {type(error).__name__}: {first_line(error)}"
-    if run is not None and run.training and not isinstance(error, UsageError):  # say what it kept
+    if run is not None and run.training and not isinstance(error, UsageError):
         if run.kept:
             where = printable(run.checkpoint_path)
             line += f"; the last finished update ({run.saved_at}) is saved in {where}"
@@ -135,7 +124,6 @@ def failed(prog: str, error: Exception, run: Run | None) -> int:
 
 
 def interrupted(prog: str, received: list[signal.Signals]) -> int:
-    """Say in one line which signal stopped the run; the exit code."""
     stop = received[0] if received else signal.SIGINT
     ending = "; shutting down Ray" if ray.is_initialized() else ""
     print(f"Interrupted by {stop.name}{ending}.", file=sys.stderr, flush=True)

@@ -25,8 +25,8 @@ class Stops:
         self.last_line: str | None = None  # the Done line, held back on a stop until Ray is down
 
     def install(self) -> None:
-        """Handle ``STOPS`` (explicitly: a shell starts background jobs with SIGINT ignored);
-        a SIGHUP that ``nohup`` ignores stays ignored."""
+        """Handle ``STOPS`` explicitly (a shell starts background jobs with SIGINT ignored),
+        except a SIGHUP that ``nohup`` ignores."""
         for sig in STOPS:
             if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN:
                 signal.signal(sig, self._handle)
@@ -45,18 +45,18 @@ class Stops:
             yield
         finally:
             self.holding = False
-        if self.received and not self.ending:  # the first stop came inside it
+        if self.received and not self.ending:
             self.ending = True
             raise KeyboardInterrupt
 
 
-def _stopped_while_loading(signum: int, frame: object) -> None:
-    print(f"Interrupted by {signal.Signals(signum).name}.", file=sys.stderr, flush=True)
-    os._exit(128 + signum)  # at once: no traceback from whichever import was running
-
-
 def stop_while_loading() -> None:
-    """Until ``Stops.install`` takes over (Ray takes ~0.5 s to import), a SIGINT or SIGTERM
-    ends the program at once with one line: nothing has started yet."""
-    signal.signal(signal.SIGINT, _stopped_while_loading)
-    signal.signal(signal.SIGTERM, _stopped_while_loading)
+    """Until ``Stops.install`` (Ray takes ~0.5 s to import), SIGINT or SIGTERM ends the
+    program at once with one line, no traceback: nothing has started yet."""
+
+    def stop(signum: int, frame: object) -> None:
+        print(f"Interrupted by {signal.Signals(signum).name}.", file=sys.stderr, flush=True)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)

@@ -31,11 +31,11 @@ class Figures:
     marks: tuple[Passed | None, ...]  # one per mark of MARKS
     updates: int
     final: float  # the running mean after the last update
-    steps_per_s: float  # over the whole run: its env steps by its seconds of training
+    steps_per_s: float  # its env steps by its seconds of training
 
 
 def figures(run_dir: str | Path) -> Figures:
-    """The figures of the run whose metrics are in ``run_dir`` (``ValueError`` if none)."""
+    """The figures of the run in ``run_dir`` (``ValueError`` if it has no metrics)."""
     run = summary(run_dir, MARKS)
     last = int(run.last["update"]), float(run.last["running_reward"])
     return Figures(str(Path(run_dir)), tuple(map(run.passed.get, MARKS)), *last, run.steps_per_s)
@@ -53,28 +53,24 @@ def table(runs: Sequence[Figures]) -> list[str]:
     """The Markdown lines: a header, a row per run, then the median and the range."""
     header = ["run (cells: update / episode / hours)", *(f"above {mark:g}" for mark in MARKS)]
     header += ["updates", "final running mean", "steps/s"]
-    lines = [_row(header), _row(["---"] * len(header))]
+    lines = [header, ["---"] * len(header)]
     numbers = [(_count, "updates"), (_score, "final"), (_speed, "steps_per_s")]
     for run in runs:
         name = printable(run.name).replace("|", "\\|")
         cells = [shown(getattr(run, field)) for shown, field in numbers]
-        lines.append(_row([name, *map(_passed, run.marks), *cells]))
+        lines.append([name, *map(_passed, run.marks), *cells])
     if len(runs) > 1:  # the median and the range of each column
         spreads = [*map(_mark_spread, zip(*(run.marks for run in runs), strict=True))]
         for shown, field in numbers:
             values = [getattr(run, field) for run in runs]
             spreads.append((shown(statistics.median(values)), _range(values, shown)))
         medians, ranges = zip(*spreads, strict=True)
-        lines += [_row(["**median**", *medians]), _row(["**range**", *ranges])]
-    return lines
-
-
-def _row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
+        lines += [["**median**", *medians], ["**range**", *ranges]]
+    return ["| " + " | ".join(cells) + " |" for cells in lines]
 
 
 def _passed(mark: Passed | None) -> str:
-    """A mark's cell: update / episode / hours."""
+    """A mark's cell: update / games played / hours."""
     if mark is None:
         return NOT_PASSED
     return " / ".join(shown(getattr(mark, name)) for name, shown in SHOWN.items())
@@ -85,7 +81,7 @@ def _range(values: Sequence[float], shown: Callable[[float], str]) -> str:
 
 
 def _mark_spread(marks: Sequence[Passed | None]) -> tuple[str, str]:
-    """A mark's median and range, each figure on its own; a run that never passed counts as last."""
+    """A mark's median and range, each figure on its own; a run that never passed is last."""
     columns = [[math.inf if m is None else getattr(m, name) for m in marks] for name in SHOWN]
     median = [statistics.median(column) for column in columns]
     median = NOT_PASSED if math.inf in median else _passed(Passed(*median))
@@ -97,9 +93,8 @@ def _mark_spread(marks: Sequence[Passed | None]) -> tuple[str, str]:
 
 
 def runs_of(paths: Sequence[Path]) -> list[Path]:
-    """The run directories that ``paths`` name: a sweep's directory stands for each trial's
-    latest run, and a trial's directory for its own; the sweep's other files, which ``DIR/*``
-    names too, are left out."""
+    """The run directories ``paths`` name: a sweep's directory stands for each trial's latest
+    run, a trial's directory for its own; the sweep's other files (``DIR/*``) are left out."""
     from pong.tools.storage import Storage
     from pong.tools.sweep import DEFINITION
 
@@ -118,7 +113,7 @@ def runs_of(paths: Sequence[Path]) -> list[Path]:
 
 
 def check_distinct(run_dirs: Sequence[Path]) -> None:
-    """Refuse a run directory given twice (``ValueError``): it would count twice."""
+    """Refuse a run directory given twice (``ValueError``)."""
     resolved = [run_dir.resolve() for run_dir in run_dirs]
     for i, run_dir in enumerate(run_dirs):
         if resolved[i] in resolved[:i]:
@@ -130,12 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m pong compare",
         description="Compare runs: when each passed the marks, and the spread (Markdown).",
     )
-    parser.add_argument(
-        "run_dirs",
-        nargs="+",
-        type=nonempty_path,
-        help="run directories (hold updates.csv), or sweeps",
-    )
+    parser.add_argument("run_dirs", nargs="+", type=nonempty_path, help="runs, or sweeps")
     args = parser.parse_args(argv)
     args.run_dirs = runs_of(args.run_dirs)
     try:

@@ -1,7 +1,7 @@
 """Learning curves as a PNG: ``python -m pong plot RUN_DIR``, or several runs overlaid.
 
-One run: its scores and running mean against episodes, and steps/s against training time; several:
-their running means against episodes and hours. Needs matplotlib (``pip install -e '.[plot]'``).
+One run: its scores and running mean against games, and steps/s against training time; several:
+their running means against games and hours. Needs matplotlib (``pip install -e '.[plot]'``).
 ``--weights PATH`` draws what the network learned instead (``pong.tools.weights``).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import closing, contextmanager
 from operator import add
 from pathlib import Path
 from typing import BinaryIO
@@ -32,9 +32,9 @@ POINTS = 2000  # buckets of a curve, at least, once it has more rows than 2 * PO
 
 
 class Buckets:
-    """Rows of numbers, added one at a time into at most ``2 * POINTS`` buckets of consecutive
-    rows, each keeping its rows' least, greatest and sum of each column: when all are full, pairs
-    merge, so a long run takes the memory of its drawing, not of its files."""
+    """Rows of numbers added one at a time into at most ``2 * POINTS`` buckets of consecutive
+    rows, each keeping the least, greatest and sum of each column; when all are full, pairs
+    merge. A long run takes the memory of its drawing, not of its files."""
 
     def __init__(self) -> None:
         self.size, self.rows, self.buckets = 1, 0, []  # size: rows per bucket
@@ -43,7 +43,7 @@ class Buckets:
         if self.rows % self.size:
             self.buckets[-1] = self._merged(self.buckets[-1], (values, values, values))
         else:
-            if len(self.buckets) == 2 * POINTS:  # all full: two become one
+            if len(self.buckets) == 2 * POINTS:
                 self.size *= 2
                 self.buckets = list(map(self._merged, self.buckets[::2], self.buckets[1::2]))
             self.buckets.append((values, values, values))
@@ -61,7 +61,7 @@ class Buckets:
 
 
 def _updates(run_dir: Path) -> Buckets:
-    """Episodes, hours of training, running mean and steps/s after each update of a run."""
+    """Games, hours of training, running mean and steps/s after each update of a run."""
     buckets, seconds = Buckets(), 0.0
     for row in rows(run_dir / UPDATES):
         seconds += float(row["seconds"])
@@ -70,11 +70,8 @@ def _updates(run_dir: Path) -> Buckets:
     return buckets
 
 
-def curve(
-    run_dir: str | Path, episodes: int | None = None
-) -> tuple[list[float], list[float], list[float]]:
-    """Episodes, hours of training and running mean after each update (or bucket of updates);
-    with ``episodes``, only up to that many."""
+def curve(run_dir: str | Path, episodes: int | None = None) -> tuple[list[float], ...]:
+    """Games, training hours and running mean by update (or bucket), up to ``episodes`` games."""
     points = _updates(Path(run_dir)).result()[1][:, :3]  # the means' first columns
     if episodes is not None:
         points = points[points[:, 0] <= episodes]
@@ -108,16 +105,16 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     lo, mean, hi = games.result()
     fig, (top, bottom) = _pyplot().subplots(2, 1, figsize=(8, 6.5), layout="constrained")
     if games.size == 1:
-        top.scatter(*mean.T, s=4, alpha=0.3, color="tab:gray", label="episode score")
+        top.scatter(*mean.T, s=4, alpha=0.3, color="tab:gray", label="game score")
     else:
-        label = f"episode scores, least to most of each {games.size:,} games"
+        label = f"game scores, least to most of each {games.size:,} games"
         top.fill_between(mean[:, 0], lo[:, 1], hi[:, 1], color="tab:gray", alpha=0.3, label=label)
     _draw(top, updates, 0, 2, color="tab:blue", label="running mean")
     limit = max(1.0, -lo[:, 1].min(), hi[:, 1].max()) + 0.5  # Pong: +-21.5
-    top.set(xlabel="episodes", ylabel="score (points won - lost)", ylim=(-limit, limit))
+    top.set(xlabel="games", ylabel="score (points won - lost)", ylim=(-limit, limit))
     top.axhline(0, color="black", linewidth=0.5)
     top.legend(loc="upper left")
-    top.set_title(f"{printable(run_dir.name)}: {updates.rows} updates, {games.rows} episodes")
+    top.set_title(f"{printable(run_dir.name)}: {updates.rows} updates, {games.rows} games")
     unit, scale = ("hours", 1) if updates.result()[2][-1, 1] > 3 else ("minutes", 60)
     _draw(bottom, updates, 1, 3, scale, color="tab:orange")
     bottom.set(xlabel=f"training time ({unit})", ylabel="env steps/s", ylim=(0, None))
@@ -126,20 +123,18 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     return _save(fig, run_dir / "learning_curve.png", below=run_dir)
 
 
-def plot_runs(
-    run_dirs: Sequence[str | Path], output: str | Path, episodes: int | None = None
-) -> Path:
-    """Overlay the running means of several runs, against episodes and against hours; with
-    ``episodes``, each run's first that many only (runs of unlike lengths, side by side)."""
+def plot_runs(run_dirs: Sequence[str | Path], output: str | Path, episodes: int | None = None):
+    """Overlay several runs' running means, against games and hours; with ``episodes``, each
+    run's first that many games only (runs of unlike lengths, side by side)."""
     curves = [(printable(Path(run_dir)), curve(run_dir, episodes)) for run_dir in run_dirs]
     longest = max(max(hours, default=0) for _, (_, hours, _) in curves)
     unit, scale = ("hours", 1) if longest > 1 else ("minutes", 60)
     fig, (top, bottom) = _pyplot().subplots(2, 1, figsize=(8, 7), layout="constrained")
-    for name, (episodes, hours, running) in curves:
+    for name, (games, hours, running) in curves:
         label = f"./{name}" if name.startswith("_") else name  # "_x" would hide from the legend
-        top.plot(episodes, running, label=label)
+        top.plot(games, running, label=label)
         bottom.plot([t * scale for t in hours], running, label=label)
-    top.set(xlabel="episodes", ylabel="running mean of the score")
+    top.set(xlabel="games", ylabel="running mean of the score")
     bottom.set(xlabel=f"{unit} of training", ylabel="running mean of the score")
     for axes in (top, bottom):
         axes.axhline(0, color="black", linewidth=0.5)
@@ -149,7 +144,6 @@ def plot_runs(
 
 
 def _save(fig, output: Path, below: Path | None = None) -> Path:
-    """Write ``fig`` as a PNG (``_written``) and close it."""
     with _written(output, below) as f:
         fig.savefig(f, format="png", dpi=100)
     _pyplot().close(fig)
@@ -158,11 +152,14 @@ def _save(fig, output: Path, below: Path | None = None) -> Path:
 
 @contextmanager
 def _written(output: Path, below: Path | None) -> Iterator[BinaryIO]:
-    """``atomic_write(output)``; in the run directory ``below``, through its descriptor, so a
+    """``atomic_write(output)``; in the run directory ``below`` through its descriptor, so a
     link planted at its name, or in the directory's place, is refused."""
-    with ExitStack() as stack:
-        directory = below and stack.enter_context(closing(Directory.open(below)))
-        yield stack.enter_context(directory.write(output.name) if below else atomic_write(output))
+    if below is None:
+        with atomic_write(output) as f:
+            yield f
+    else:
+        with closing(Directory.open(below)) as directory, directory.write(output.name) as f:
+            yield f
 
 
 def plot_weights(path: str | Path, output: str | Path | None = None) -> Path:
@@ -184,42 +181,24 @@ def png(text: str) -> Path:
     return Path(text)
 
 
-def parse_args(argv: Sequence[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(
         prog="python -m pong plot",
         description="Draw a run's learning curves as a PNG, or overlay several runs' curves.",
     )
-    parser.add_argument(
-        "run_dirs",
-        nargs="*",
-        type=nonempty_path,
-        help="run directories (hold updates.csv), or sweeps",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("run_dirs", nargs="*", type=nonempty_path, help="run directories, or sweeps")
+    add(
         "--weights",
         type=nonempty_path,
         metavar="PATH",
-        help="draw the W1 rows of a run directory's checkpoint, a checkpoint or a policy file"
-        " as 80 x 80 images instead (default output: RUN_DIR/weights.png, or NAME-weights.png"
-        " beside a file)",
+        help="draw instead the W1 rows of a run directory's checkpoint, a checkpoint or a policy"
+        " file as 80 x 80 images (into RUN_DIR/weights.png, or NAME-weights.png beside a file)",
     )
-    parser.add_argument(
-        "--output",
-        type=png,
-        metavar="FILE.png",
-        help="PNG to write (default for one run: RUN_DIR/learning_curve.png; needed for several)",
-    )
-    parser.add_argument(
-        "--episodes",
-        type=positive_int,
-        metavar="N",
-        help="with several runs: draw each one's first N episodes only",
-    )
-    return parser, parser.parse_args(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser, args = parse_args(argv)
+    out = "default for one run: RUN_DIR/learning_curve.png; needed for several"
+    add("--output", type=png, metavar="FILE.png", help=out)
+    add("--episodes", type=positive_int, metavar="N", help="of several runs, the first N games")
+    args = parser.parse_args(argv)
     args.run_dirs = runs_of(args.run_dirs)
     if bool(args.run_dirs) == (args.weights is not None):
         parser.error("give either run directories or --weights PATH")
