@@ -2,16 +2,16 @@
 
 Run (from the repository root, after the README's install):
     .venv/bin/python driver.py --batch-size=10             # local Ray, until Ctrl-C
-    .venv/bin/python driver.py --iterations=2 --seed=0     # two updates, reproducible
+    .venv/bin/python driver.py --updates=2 --seed=0        # two updates, reproducible
     .venv/bin/python driver.py --redis-address=HOST:PORT   # an existing Ray cluster
     ray job submit --address http://HEAD:8265 --working-dir . --runtime-env runtime_env.yaml \\
         -- python driver.py                                # a Ray job on a cluster (README)
     .venv/bin/python driver.py --resume runs/20261122-031402
-    .venv/bin/python driver.py --evaluate results/pong-v5/policy.safetensors --episodes 3
+    .venv/bin/python driver.py --evaluate results/pong-v5/policy.safetensors --games 3
 
-Each update, the RolloutWorker actors (one per CPU, at most the batch size) play the
-batch's games, each taking the next as it finishes one; the trainer adds their gradients
-in game order and applies one RMSProp step (pong/core/train.py; the loop is
+Each update, the workers (RolloutWorker actors, one per CPU, at most the batch size) play
+its games, each taking the next as it finishes one; the trainer adds the games' gradients
+in game order and applies them with RMSProp (pong/core/train.py; the loop is
 pong/run/training.py, which a sweep's trials run too). One line per update:
 
   Batch 1 computed 10 rollouts (10169 steps) in 1.96 seconds (5181 steps/s), running mean is -20.97
@@ -57,8 +57,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.add_argument_group("watching a trained agent (no training, no Ray)"), Evaluation
     )
     args = parser.parse_args(argv)
-    if args.evaluate is None and (args.episodes is not None or args.record is not None):
-        parser.error("argument --episodes/--record: only with --evaluate CHECKPOINT")
+    if args.evaluate is None and (args.games is not None or args.record is not None):
+        parser.error("argument --games/--record: only with --evaluate CHECKPOINT")
     if args.evaluate is not None:
         played = ("env", "seed")  # the only run settings a game uses
         training = [*given(args, Options), *(n for n in given(args, Config) if n not in played)]
@@ -105,10 +105,10 @@ def prepare(args: argparse.Namespace, options: Options) -> Run:
             f"--workers {options.workers}: at most the batch size ({run.config.batch_size}),"
             " since each worker plays one game at a time"
         )
-    if run.saved and reached(run.saved.running_reward, options.until_mean):
+    if run.saved and reached(run.saved.running_mean, options.until_mean):
         raise UsageError(
             f"--until-mean {options.until_mean:g}: the run's running mean is already"
-            f" {run.saved.running_reward:.2f}"
+            f" {run.saved.running_mean:.2f}"
         )
     return run
 

@@ -60,7 +60,7 @@ class OriginalLoop:
 
     def __init__(self, worker: type, batch_size: int, env_id: str, seed: int) -> None:
         (model_seed,) = np.random.SeedSequence(seed).spawn(1)
-        self.model, self.seed, self.iteration = Model(model_seed), seed, 0
+        self.model, self.seed, self.updates = Model(model_seed), seed, 0
         if worker is DenseRolloutWorker:  # the original's layout
             self.model.weights["W1"] = np.ascontiguousarray(self.model.weights["W1"])
         self.grad_buffer = zeros_like_weights(self.model.weights)
@@ -75,9 +75,9 @@ class OriginalLoop:
         """One update: (steps, seconds)."""
         start = time.perf_counter()
         model_ref = ray.put(self.model)
-        self.iteration += 1
+        self.updates += 1
         pending = [
-            actor.compute_gradient.remote(model_ref, game_seed(self.seed, self.iteration, g))
+            actor.compute_gradient.remote(model_ref, game_seed(self.seed, self.updates, g))
             for g, actor in enumerate(self.actors)
         ]
         steps = 0

@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/pace.py [--against d150f31] [--rounds 4] [--batch-size 60]
 
-Each round runs ``driver.py --batch-size=60 --iterations=3 --seed=1`` twice, this
+Each round runs ``driver.py --batch-size=60 --updates=3 --seed=1`` twice, this
 checkout's and the ``--against`` commit's (checked out into a temporary git worktree,
 run with this checkout's Python and libraries), in alternating order, and takes the
 steps/s of updates 2-3 (update 1 pays for the workers' start). Around every driver
@@ -74,7 +74,7 @@ def pace(checkout: Path, batch_size: int, run_dir: Path) -> tuple[float, dict[st
     each kind of its processes used meanwhile (CPU seconds per second, from /proc)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     proc = subprocess.Popen(
-        [sys.executable, "driver.py", f"--batch-size={batch_size}", "--iterations=3",
+        [sys.executable, "driver.py", f"--batch-size={batch_size}", "--updates=3",
          "--seed=1", f"--run-dir={run_dir}", "--watch-every=0"],
         cwd=checkout, env=env, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -120,7 +120,7 @@ def main() -> None:
         subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT,
                        capture_output=True)  # fmt: skip
     print(f"Machine: {machine()}")
-    print(f"driver.py --batch-size={args.batch_size} --iterations=3 --seed=1, updates 2-3\n")
+    print(f"driver.py --batch-size={args.batch_size} --updates=3 --seed=1, updates 2-3\n")
     cores = [f"{kind}' cores" if kind.endswith("s") else f"{kind}'s cores" for kind in KINDS]
     print(table(["round", "commit", "steps/s", "two emulators steps/s", "of the two", *cores],
                 rows))  # fmt: skip

@@ -6,7 +6,7 @@ commit, say), with this repository's environment:
     cd ../old && /path/to/pong/.venv/bin/python /path/to/pong/benchmarks/plot_memory.py
 
 It writes a made-up run of ``--rows`` updates of ``--games`` games each (updates.csv
-and episodes.csv, as ``pong.run.metrics`` writes them) in a temporary directory, draws
+and games.csv, as ``pong.run.metrics`` writes them) in a temporary directory, draws
 it with the checkout's ``python -m pong plot`` in a child process, and prints the
 child's peak resident memory and its seconds.
 """
@@ -30,12 +30,11 @@ CHUNK = 100_000  # updates written at a time
 def write_run(run: Path, rows: int, games: int, seed: int = 0) -> None:
     """A run of ``rows`` updates of ``games`` games each, its scores drawn at random."""
     rng = np.random.default_rng(seed)
-    with open(run / "updates.csv", "w") as u, open(run / "episodes.csv", "w") as e:
+    with open(run / "updates.csv", "w") as u, open(run / "games.csv", "w") as e:
         u.write(
-            "update,episodes,steps,seconds,steps_per_s,running_reward,"
-            "reward_mean,reward_min,reward_max\n"
+            "update,games,steps,seconds,steps_per_s,running_mean,score_mean,score_min,score_max\n"
         )
-        e.write("episode,update,reward,steps\n")
+        e.write("game,update,score,steps\n")
         running, steps = -21.0, 0
         for start in range(1, rows + 1, CHUNK):
             updates = range(start, min(start + CHUNK, rows + 1))

@@ -88,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
 
     def emulator(seed: int) -> float:  # steps/s on one core, Ray not running
-        steps, seconds = emulator_only(args.env, episodes=5, seed=seed)
+        steps, seconds = emulator_only(args.env, games=5, seed=seed)
         return steps / seconds
 
     def start_ray() -> int:  # a fresh local Ray for each run; its CPUs

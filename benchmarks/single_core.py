@@ -1,6 +1,6 @@
 """One core: emulator alone vs. our rollout + gradient vs. the dense 2016 path.
 
-Run:  python benchmarks/single_core.py [--episodes 4] [--long-steps 10000]
+Run:  python benchmarks/single_core.py [--games 4] [--long-steps 10000]
 
 Prints steps/s of each (same env settings, one process, interleaved so drift
 hits all of them alike), the ratios between them, the episode bytes stored per
@@ -71,7 +71,7 @@ def play(path: str, env: gym.Env, model: Model, rng: np.random.Generator, seed=N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="ALE/Pong-v5")
-    parser.add_argument("--episodes", type=int, default=4, help="episodes per path")
+    parser.add_argument("--games", type=int, default=4, help="games per path")
     parser.add_argument("--long-steps", type=int, default=10_000, help="steps of the long episode")
     args = parser.parse_args()
 
@@ -84,7 +84,7 @@ def main() -> None:
         play(path, envs[path], model, rngs[path], seed=0)  # warm-up: the seeded reset
     totals = {path: [0, 0.0] for path in paths}
     stored = {}
-    for _ in range(args.episodes):
+    for _ in range(args.games):
         for path in paths:  # interleaved, so drift hits all of them alike
             start = time.perf_counter()
             episode = play(path, envs[path], model, rngs[path])
@@ -106,7 +106,7 @@ def main() -> None:
         long_env.close()
 
     print(f"Machine: {machine()}")
-    print(f"Env {args.env}, {args.episodes} episodes per path, one process, one BLAS thread\n")
+    print(f"Env {args.env}, {args.games} games per path, one process, one BLAS thread\n")
     print(
         table(
             [
@@ -115,7 +115,7 @@ def main() -> None:
                 "steps/s",
                 "vs emulator",
                 "bytes stored/step",
-                f"peak MB, {args.long_steps}-step episode",
+                f"peak MB, {args.long_steps}-step game",
             ],
             [
                 [
@@ -159,7 +159,7 @@ def main() -> None:
         f" {rate['ours'] / rate['dense']:.2f}x the dense path, storing"
         f" {stored['ours']:.0f} bytes a step ({stored['dense'] / stored['ours']:.0f}x less) and"
         f" peaking at {peak['ours'] / 1e6:.1f} MB vs {peak['dense'] / 1e6:.0f} MB on a"
-        f" {args.long_steps}-step episode."
+        f" {args.long_steps}-step game."
     )
 
 

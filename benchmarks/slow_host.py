@@ -2,7 +2,7 @@
 link limited to --rate-mbit each way, against one worker alone on this machine.
 
 Run (as root):  python benchmarks/slow_host.py [--env ALE/Pong-v5] [--batch-size 4]
-                [--iterations 6] [--rate-mbit 10] [--rounds 2]
+                [--updates 6] [--rate-mbit 10] [--rounds 2]
 
 Three ways, alternated round by round, each a fresh ``driver.py`` run of the same seed: one
 worker alone (a local Ray of 1 CPU); two hosts of 1 CPU each (network namespaces,
@@ -38,7 +38,7 @@ ADDRESS = f"{SUBNET}.1:6379"
 def run(prefix: list[str], args: argparse.Namespace, run_dir: Path, env, *more: str):
     """steps/s after the first update, and the checkpoint's bytes, of one driver.py run."""
     command = [*prefix, sys.executable, "driver.py", f"--env={args.env}", "--seed=1",
-               f"--batch-size={args.batch_size}", f"--iterations={args.iterations}",
+               f"--batch-size={args.batch_size}", f"--updates={args.iterations}",
                "--watch-every=0", f"--run-dir={run_dir}", *more]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:

@@ -15,8 +15,8 @@ class State:
 
     weights: dict[str, np.ndarray]  # {"W1": (H, D), "W2": (H,)} float64
     rmsprop_cache: dict[str, np.ndarray]  # the same shapes: the running mean of squared grads
-    iteration: int  # updates done
-    episodes: int  # games played
+    updates: int  # updates done
+    games: int  # games played
     steps: int  # env steps played
-    running_reward: float | None  # the running mean of the games' scores (None before any)
-    best_running_reward: float | None  # its best after any update
+    running_mean: float | None  # the running mean of the games' scores (None before any)
+    best_running_mean: float | None  # its best after any update

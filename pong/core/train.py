@@ -41,7 +41,7 @@ class NonFiniteError(ArithmeticError):
 class Update:
     """What one update did, game by game in game order."""
 
-    iteration: int  # this update's number, from 1 (State's name for it)
+    number: int  # this update's number, from 1
     running_mean: float | None  # of the games' scores, after each game added
     scores: list[float] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)  # each game's env steps
@@ -124,11 +124,11 @@ class Trainer:
 
     def play(self) -> Update:
         """Play the update's games and sum their gradients; nothing is applied yet."""
-        update = Update(self.iteration + 1, self.running_reward, started=time.perf_counter())
+        update = Update(self.updates + 1, self.running_mean, started=time.perf_counter())
         for g in self.grad_buffer.values():
             g.fill(0)  # here, not after the update: a stopped update leaves a partial sum
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
-        for game, result in self.dealer.games(update.iteration, self.batch_size, model_ref):
+        for game, result in self.dealer.games(update.number, self.batch_size, model_ref):
             update.add(game, result, self.grad_buffer)
         return update
 
@@ -146,31 +146,30 @@ class Trainer:
                 problem = str(e)
         if problem:
             raise NonFiniteError(
-                f"update {update.iteration} not applied: {problem} (learning rate {lr:g});"
-                f" stopping with the weights of update {self.iteration}"
+                f"update {update.number} not applied: {problem} (learning rate {lr:g});"
+                f" stopping with the weights of update {self.updates}"
             )
         update.seconds = time.perf_counter() - update.started
         notes, update.nodes = self.dealer.news()
         update.messages[:0] = notes  # workers lost or up, if any, come first
-        self.iteration += 1
-        self.episodes += update.played
+        self.updates += 1
+        self.games += update.played
         self.steps += update.steps
-        self.running_reward = update.running_mean
-        if self.best_running_reward is None or self.running_reward > self.best_running_reward:
-            self.best_running_reward = self.running_reward
+        self.running_mean = update.running_mean
+        if self.best_running_mean is None or self.running_mean > self.best_running_mean:
+            self.best_running_mean = self.running_mean
 
     def _restore(self, saved: State) -> None:
-        """Take ``saved``'s arrays (copies) and counters; State's names: ``iteration``
-        updates, ``episodes`` games, ``running_reward`` the running mean of their scores."""
+        """Take ``saved``'s arrays (copies) and counters."""
         self.model.weights = {k: v.copy(order="K") for k, v in saved.weights.items()}
         self.rmsprop_cache = {k: v.copy(order="K") for k, v in saved.rmsprop_cache.items()}
-        self.iteration, self.episodes, self.steps = saved.iteration, saved.episodes, saved.steps
-        self.running_reward = saved.running_reward
-        self.best_running_reward = saved.best_running_reward
+        self.updates, self.games, self.steps = saved.updates, saved.games, saved.steps
+        self.running_mean = saved.running_mean
+        self.best_running_mean = saved.best_running_mean
 
     def state(self) -> State:
         """The state after the last finished update (an update in flight is not in it); the
         dicts are copied, not their arrays, which an update replaces rather than changes."""
         weights, cache = dict(self.model.weights), dict(self.rmsprop_cache)
-        counters = self.iteration, self.episodes, self.steps, self.running_reward
-        return State(weights, cache, *counters, self.best_running_reward)
+        counters = self.updates, self.games, self.steps, self.running_mean
+        return State(weights, cache, *counters, self.best_running_mean)

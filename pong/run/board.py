@@ -1,7 +1,7 @@
 """TensorBoard event files beside the CSVs: ``tensorboard --logdir runs`` shows every run.
 
 CleanRL's tags, against env steps: ``charts/episodic_return`` and ``charts/episodic_length``
-per game; ``charts/SPS``, ``charts/running_reward`` and ``charts/update_seconds`` per update.
+per game; ``charts/SPS``, ``charts/running_mean`` and ``charts/update_seconds`` per update.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Board:
             self._scalar("charts/episodic_return", reward, step)
             self._scalar("charts/episodic_length", length, step)
         self._scalar("charts/SPS", update.steps_per_second, trainer.steps)
-        self._scalar("charts/running_reward", trainer.running_reward, trainer.steps)
+        self._scalar("charts/running_mean", trainer.running_mean, trainer.steps)
         self._scalar("charts/update_seconds", update.seconds, trainer.steps)
         self._file.flush()
         os.fsync(self._file.fileno())

@@ -43,8 +43,10 @@ MAX_COUNT = 10**15  # updates, games or env steps: far past any run
 MAX_RESUMED = MAX_COUNT // 10  # what a run resumes from: room left to count, and save, on
 MAX_WEIGHT = float(np.finfo(np.float32).max)  # a weight a policy file (float32) can hold
 MAX_SCORE = 1000.0  # a running mean of scores; Pong's lie in -21..21
-COUNTERS = ("iteration", "episodes", "steps")
-MEANS = ("running_reward", "best_running_reward")
+COUNTERS = ("updates", "games", "steps")
+MEANS = ("running_mean", "best_running_mean")
+OLD_NAMES = {"iteration": "updates", "episodes": "games", "running_reward": "running_mean"}
+OLD_NAMES["best_running_reward"] = "best_running_mean"  # files written before the glossary
 NONE = "none"  # a running mean before any game
 ZIP = b"PK\x03\x04"  # how an earlier version's .npz begins
 
@@ -200,6 +202,7 @@ def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: 
     shapes, dtype = (POLICY_SHAPES, np.float32) if fmt == POLICY_FORMAT else (SHAPES, np.float64)
     _check_tensors(path, tensors, shapes, np.dtype(dtype))
     cache = {k: np.asfortranarray(tensors[f"cache_{k}"]) for k in POLICY_SHAPES if fmt == FORMAT}
+    meta = {OLD_NAMES.get(k, k): v for k, v in meta.items()}  # an older file's names read too
     try:
         settings = {f.name: _value(f, meta[f.name]) for f in dataclasses.fields(Config)}
         return Checkpoint(

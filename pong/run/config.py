@@ -120,7 +120,11 @@ class Config:
 class Options:
     """What one invocation of the driver does with its run; not stored."""
 
-    iterations: int | None = setting(positive_int, "updates to run (default: until Ctrl-C/SIGTERM)")
+    updates: int | None = setting(
+        positive_int,
+        "updates to run (default: until Ctrl-C/SIGTERM); --iterations is Ray's example's name",
+        flags=("--updates", "--iterations"),
+    )
     until_mean: float | None = setting(
         score,
         "also stop once the running mean is above SCORE (0: beating Pong's own player on average)",
@@ -167,6 +171,9 @@ class Options:
     )
 
 
+GAMES_FLAGS = ("--games", "--episodes")  # --episodes: Gymnasium's word, and earlier versions'
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """``--evaluate``: play games with a saved policy, in this process, without Ray."""
@@ -177,7 +184,12 @@ class Evaluation:
         " and print each score",
         metavar="CHECKPOINT",
     )
-    episodes: int = setting(positive_int, "games to play, seeded --seed, --seed + 1, ...", 1)
+    games: int = setting(
+        positive_int,
+        "games to play, seeded --seed, --seed + 1, ...",
+        1,
+        flags=("--games", "--episodes"),
+    )
     record: Path | None = setting(path, "also write the games as a GIF", None, "FILE.gif")
 
 

@@ -22,7 +22,7 @@ from pong.run.checkpoint import FILENAME, Checkpoint
 from pong.run.config import Config, fresh_seed
 from pong.run.errors import RunFileError, UsageError, command, printable, writing
 from pong.run.files import Directory
-from pong.run.metrics import EPISODES, UPDATES, MetricsLog
+from pong.run.metrics import GAMES, OLD_GAMES, UPDATES, MetricsLog
 
 if TYPE_CHECKING:  # the trainer brings Ray, the snapshot the tools
     from pong.core.train import Trainer, Update
@@ -83,7 +83,7 @@ class Run:
         self.saved = saved  # the checkpoint this run resumes from (None: a new run)
         self.start_from: tuple[Path, Checkpoint] | None = None  # --start-from: file, contents
         self.stamp: tuple[int, int] | None = None  # which save of the checkpoint was read
-        self.saved_at = saved.iteration if saved else 0  # the update the checkpoint holds
+        self.saved_at = saved.updates if saved else 0  # the update the checkpoint holds
         self.checkpoint_path = directory / FILENAME
         self.training = False  # the trainer is starting or started (a failure says what was kept)
         self.checkpoint_seconds = math.inf  # also save after an update this long after the last
@@ -180,7 +180,7 @@ class Run:
             self.made = not self.directory.exists()
             self.opened = Directory.open(self.directory, create=True)
             self.lock = lock(self.opened)
-            self.opened.remove_stale_temporaries(FILENAME, UPDATES, EPISODES)  # a killed driver's
+            self.opened.remove_stale_temporaries(FILENAME, UPDATES, GAMES)  # a killed driver's
         except OSError as e:
             where = e.filename or f"run directory {self.directory}"  # the lock file, say
             raise UsageError(f"{where}: {e.strerror or e}") from None
@@ -196,7 +196,7 @@ class Run:
             raise UsageError(f"{self.checkpoint_path} changed since it was read; try again")
         else:  # drops the rows of updates the checkpoint lacks, before Ray starts
             with writing(self.directory / UPDATES, "the metrics were left as they were"):
-                self.metrics = MetricsLog(self.opened, after=self.saved.iteration)
+                self.metrics = MetricsLog(self.opened, after=self.saved.updates)
 
     def _check_empty(self) -> None:
         """Refuse a new run in a directory that holds an earlier run's checkpoint or metrics."""
@@ -207,7 +207,7 @@ class Run:
                 " or choose another --run-dir"
             )
         held = []
-        for name in (UPDATES, EPISODES):  # written from update 1 on: said now, before Ray
+        for name in (UPDATES, GAMES, OLD_GAMES):  # written from update 1 on: said before Ray
             if (info := self.opened.lstat(name)) is None:
                 continue
             if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
@@ -239,18 +239,18 @@ class Run:
             if self.board is None:  # hides what a killed run logged past the checkpoint
                 self.board = Board(self.opened, self.saved.steps if self.saved else None)
             self.board.record(update, trainer)
-        due = self.saved_at == 0 or trainer.iteration % self.checkpoint_every == 0
+        due = self.saved_at == 0 or trainer.updates % self.checkpoint_every == 0
         if due or time.monotonic() - self.saved_time >= self.checkpoint_seconds:
             self.save(trainer)
 
-    def watch_due(self, iteration: int) -> bool:
-        """Whether ``--watch-every`` asks for a picture and a game after update ``iteration``."""
-        return bool(self.watch_every) and iteration % self.watch_every == 0
+    def watch_due(self, update: int) -> bool:
+        """Whether ``--watch-every`` asks for a picture and a game after update ``update``."""
+        return bool(self.watch_every) and update % self.watch_every == 0
 
     def watch(self, shot: Snapshot, trainer: Trainer) -> str | None:
         """``shot`` of ``trainer``'s policy into TensorBoard and ``watch/``; a warning line
         instead when it cannot be written (a full disk, a bad ``watch/``): the run goes on."""
-        watched, n, steps = self.directory / WATCH, trainer.iteration, trainer.steps
+        watched, n, steps = self.directory / WATCH, trainer.updates, trainer.steps
         lost = "no picture or game of this update was kept"
         files = (f"weights-{n:06d}.png", shot.weights_png), (f"game-{n:06d}.gif", shot.game_gif)
         try:
@@ -273,7 +273,7 @@ class Run:
         with writing(self.checkpoint_path, kept or "no checkpoint was saved"):
             state = Checkpoint.of(trainer.state(), self.config)
             ckpt.save(FILENAME, state, dir_fd=self.opened.fd)
-        self.saved_at, self.saved_time = trainer.iteration, time.monotonic()
+        self.saved_at, self.saved_time = trainer.updates, time.monotonic()
 
     def close(self, trainer: Trainer | None = None) -> None:
         """Save what the last checkpoint lacks, close the files, give the directory up (removed
@@ -285,7 +285,7 @@ class Run:
             with writing(self.directory, "the TensorBoard curves may lack the last update"):
                 self.board.close()
             self.board = None
-        if trainer is not None and trainer.iteration > self.saved_at:
+        if trainer is not None and trainer.updates > self.saved_at:
             self.save(trainer)
         if self.lock is not None and self.made and self.opened.names() == [LOCK]:
             self.opened.remove(LOCK)

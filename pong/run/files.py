@@ -176,6 +176,10 @@ class Directory:
             return os.lstat(name, dir_fd=self.fd)
         return None
 
+    def rename(self, old: str, new: str) -> None:
+        with _naming(self.path / old):
+            os.rename(old, new, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
     def names(self) -> list[str]:
         return sorted(os.listdir(self.fd))
 

@@ -24,16 +24,21 @@ from pong.run.files import Directory, open_file
 if TYPE_CHECKING:
     from pong.core.train import Trainer, Update
 
-__all__ = ["EPISODES", "UPDATES", "MetricsLog", "Passed", "Summary", "read_rows", "rows"]
-__all__ += ["summarize", "summary"]
+__all__ = ["GAMES", "UPDATES", "MetricsLog", "Passed", "Summary", "games_file", "read_rows"]
+__all__ += ["rows", "summarize", "summary"]
 
-UPDATES, EPISODES = "updates.csv", "episodes.csv"
-UPDATE_FIELDS = "update episodes steps seconds steps_per_s running_reward reward_mean".split()
-UPDATE_FIELDS += ["reward_min", "reward_max"]
-FIELDS = {UPDATES: UPDATE_FIELDS, EPISODES: ["episode", "update", "reward", "steps"]}  # in order
+UPDATES, GAMES = "updates.csv", "games.csv"
+UPDATE_FIELDS = "update games steps seconds steps_per_s running_mean score_mean".split()
+UPDATE_FIELDS += ["score_min", "score_max"]
+FIELDS = {UPDATES: UPDATE_FIELDS, GAMES: ["game", "update", "score", "steps"]}  # in order
 # After the numbers, absent from older files: the games each node played ("10.0.0.1=6 ...")
-TEXT_FIELDS = {UPDATES: ["games_by_node"], EPISODES: []}
-COUNTS = {"update", "episodes", "steps", "episode"}  # the integer fields
+TEXT_FIELDS = {UPDATES: ["games_by_node"], GAMES: []}
+COUNTS = {"update", "games", "steps", "game"}  # the integer fields
+SCORES = {"running_mean", "score_mean", "score_min", "score_max", "score"}  # within MAX_SCORE
+# Runs written before the glossary: their file and column names, read as today's
+OLD_GAMES = "episodes.csv"
+OLD_COLUMNS = {"episodes": "games", "running_reward": "running_mean", "episode": "game"}
+OLD_COLUMNS |= {"reward": "score", **{f"reward_{s}": f"score_{s}" for s in ("mean", "min", "max")}}
 MAX_LINE = 4096  # bytes of a line; a row has about 100
 MILESTONES = (-20, -15, -10, -5, 0, 5, 10)
 
@@ -43,13 +48,16 @@ class MetricsFileError(UsageError, ValueError):
 
 
 class MetricsLog:
-    """Appends rows to ``updates.csv`` and ``episodes.csv`` in the run directory ``run_dir``;
-    with ``after``, first drops the rows of updates after it."""
+    """Appends rows to ``updates.csv`` and ``games.csv`` in the run directory ``run_dir``;
+    with ``after``, first drops the rows of updates after it (an older run's files take
+    today's names)."""
 
     def __init__(self, run_dir: Directory | str | os.PathLike, after: int | None = None) -> None:
         self._files, self._writers = ExitStack(), {}
         if not isinstance(run_dir, Directory):  # then closed with the files
             run_dir = self._files.enter_context(closing(Directory.open(Path(run_dir))))
+        if run_dir.lstat(GAMES) is None and run_dir.lstat(OLD_GAMES) is not None:
+            run_dir.rename(OLD_GAMES, GAMES)
         for name, fields in FIELDS.items():
             header = _kept_header(run_dir, name, after)
             f = self._files.enter_context(run_dir.append(name, newline=""))  # never through a link
@@ -59,26 +67,26 @@ class MetricsLog:
                 csv.writer(f).writerow(header)
             self._writers[name] = (csv.DictWriter(f, header, extrasaction="ignore"), f)
 
-    def write(self, row: dict[str, object], episodes: list[dict[str, object]]) -> None:
+    def write(self, row: dict[str, object], games: list[dict[str, object]]) -> None:
         """One update's row and its games' rows, flushed."""
-        for name, rows in ((EPISODES, episodes), (UPDATES, [row])):
+        for name, rows in ((GAMES, games), (UPDATES, [row])):
             writer, f = self._writers[name]
             writer.writerows(rows)
             f.flush()
 
     def record(self, update: Update, trainer: Trainer) -> None:
         """The rows of the update ``trainer`` just made."""
-        rewards, first = update.scores, trainer.episodes - update.played + 1
-        values = (update.iteration, trainer.episodes, trainer.steps, round(update.seconds, 4))
-        values += (round(update.steps_per_second, 1), trainer.running_reward)
-        values += (sum(rewards) / len(rewards), min(rewards), max(rewards))
+        scores, first = update.scores, trainer.games - update.played + 1
+        values = (update.number, trainer.games, trainer.steps, round(update.seconds, 4))
+        values += (round(update.steps_per_second, 1), trainer.running_mean)
+        values += (sum(scores) / len(scores), min(scores), max(scores))
         row = dict(zip(FIELDS[UPDATES], values, strict=True))
         row["games_by_node"] = " ".join(f"{node}={n}" for node, n in sorted(update.nodes.items()))
-        episodes = [
-            {"episode": i, "update": update.iteration, "reward": r, "steps": n}
-            for i, (r, n) in enumerate(zip(rewards, update.lengths, strict=True), first)
+        games = [
+            {"game": i, "update": update.number, "score": score, "steps": n}
+            for i, (score, n) in enumerate(zip(scores, update.lengths, strict=True), first)
         ]
-        self.write(row, episodes)
+        self.write(row, games)
 
     def close(self) -> None:
         self._files.close()
@@ -103,7 +111,7 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
         raise lines.error("not a metrics row; remove it and resume again") from None
     if lines.reader.fieldnames is None:  # not even a whole header
         return None
-    if len(kept) < count or lines.torn:
+    if len(kept) < count or lines.torn or lines.renamed:
         with run_dir.write(name, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=lines.reader.fieldnames)
             writer.writeheader()
@@ -118,8 +126,8 @@ class _WholeLines:
 
     def __init__(self, path: Path, opener: Callable[[], BinaryIO] | None = None) -> None:
         self.path, self.shown, self.torn, self.number = path, printable(path), False, 0
-        self.opener = opener or (lambda: open_file(path))
-        self.fields = FIELDS[UPDATES if path.name == UPDATES else EPISODES]
+        self.opener, self.renamed = opener or (lambda: open_file(path)), False
+        self.fields = FIELDS[UPDATES if path.name == UPDATES else GAMES]
         self.reader = csv.DictReader(self)
 
     def error(self, what: str) -> MetricsFileError:
@@ -152,6 +160,9 @@ class _WholeLines:
         """The rows csv reads from the lines, once the header is checked to be the file's."""
         try:
             header = self.reader.fieldnames  # None: an empty file
+            if header is not None:
+                self.reader.fieldnames = [OLD_COLUMNS.get(name, name) for name in header]
+                self.renamed, header = self.reader.fieldnames != header, self.reader.fieldnames
             if header is not None and (
                 not set(self.fields) <= set(header) or len(set(header)) < len(header)
             ):
@@ -179,11 +190,17 @@ def rows(path: Path, opener: Callable[[], BinaryIO] | None = None) -> Iterator[d
         if not whole:
             raise lines.error("not a metrics row")
         for k, v in numbers.items():  # scores within the checkpoint's bounds, counts >= 0
-            if not (-MAX_SCORE <= v <= MAX_SCORE if "reward" in k else v >= 0):
+            if not (-MAX_SCORE <= v <= MAX_SCORE if k in SCORES else v >= 0):
                 raise lines.error(f"not a metrics row ({k} {row[k][:20]!r}: no run writes it)")
         yield row
     if row is None:
         raise MetricsFileError(f"{lines.shown}: no rows yet; the run has not finished an update")
+
+
+def games_file(run_dir: Path) -> Path:
+    """A run's ``games.csv``, or an older run's ``episodes.csv`` where that is what it holds."""
+    old = run_dir / OLD_GAMES
+    return old if not (run_dir / GAMES).exists() and old.exists() else run_dir / GAMES
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -195,7 +212,7 @@ class Passed:
     """When a run's running mean first went above a mark."""
 
     update: int
-    episodes: int
+    games: int
     hours: float  # the updates' own seconds up to and including that one
 
 
@@ -220,12 +237,12 @@ def summary(run_dir: str | os.PathLike, marks: Iterable[float] = MILESTONES) -> 
     for row in rows(Path(run_dir) / UPDATES):
         count += 1
         seconds += float(row["seconds"])
-        running = float(row["running_reward"])
-        if best is None or running > float(best["running_reward"]):
+        running = float(row["running_mean"])
+        if best is None or running > float(best["running_mean"]):
             best = row
         for mark in marks:
             if running > mark and mark not in passed:
-                passed[mark] = Passed(int(row["update"]), int(row["episodes"]), seconds / 3600)
+                passed[mark] = Passed(int(row["update"]), int(row["games"]), seconds / 3600)
     return Summary(count, row, best, seconds, passed)
 
 
@@ -233,14 +250,14 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
     """The lines ``python -m pong metrics`` prints for the run in ``run_dir``."""
     s = summary(run_dir)
     return [
-        f"{s.updates} updates, {s.last['episodes']} episodes, {int(s.last['steps']):,} env steps,"
+        f"{s.updates} updates, {s.last['games']} games, {int(s.last['steps']):,} steps,"
         f" {s.seconds / 3600:.2f} h of training ({s.steps_per_s:.0f} steps/s)",
-        f"running mean {float(s.last['running_reward']):.2f} at the end, best"
-        f" {float(s.best['running_reward']):.2f}"
-        f" (update {s.best['update']}, episode {s.best['episodes']})",
+        f"running mean {float(s.last['running_mean']):.2f} at the end, best"
+        f" {float(s.best['running_mean']):.2f}"
+        f" (update {s.best['update']}, game {s.best['games']})",
         *(
             f"running mean above {milestone:+d} from update {mark.update},"
-            f" episode {mark.episodes}, after {mark.hours:.2f} h"
+            f" game {mark.games}, after {mark.hours:.2f} h"
             for milestone, mark in s.passed.items()  # in the order of MILESTONES
         ),
     ]

@@ -19,30 +19,30 @@ from pong.run.errors import UsageError, first_line, pasteable, printable, shell_
 __all__ = ["announce", "batch_line", "failed", "farewell", "interrupted", "started"]
 
 
-def reached(running_reward: float | None, until_mean: float | None) -> bool:
+def reached(running_mean: float | None, until_mean: float | None) -> bool:
     """Whether ``--until-mean`` stops the run at this running mean."""
-    return until_mean is not None and running_reward is not None and running_reward > until_mean
+    return until_mean is not None and running_mean is not None and running_mean > until_mean
 
 
 def announce(run: Run, options: Options, where: str) -> None:
-    config, iterations = run.config, options.iterations
-    stops = [f"{iterations} update{'s' * (iterations != 1)}"] if iterations else []
+    config, updates = run.config, options.updates
+    stops = [f"{updates} update{'s' * (updates != 1)}"] if updates else []
     if options.until_mean is not None:
         stops.append(f"until the running mean is above {options.until_mean:g}")
     until = " or ".join(stops) or ("until `ray job stop`" if in_ray_job() else "until Ctrl-C")
     if run.start_from is not None:
         path, source = run.start_from
-        mean = "-" if source.running_reward is None else f"{source.running_reward:.2f}"
+        mean = "-" if source.running_mean is None else f"{source.running_mean:.2f}"
         print(
             f"Starting a new run from the weights of {printable(path)} (update"
-            f" {source.iteration} of its run, running mean {mean}), with a fresh RMSProp cache"
+            f" {source.updates} of its run, running mean {mean}), with a fresh RMSProp cache"
         )
-    resumed = f"; resuming after update {run.saved.iteration}" if run.saved else ""
+    resumed = f"; resuming after update {run.saved.updates}" if run.saved else ""
     print(
         f"Running on {where}: batch size {config.batch_size}, env {config.env},"
         f" seed {config.seed}, learning rate {config.learning_rate:g}, {until}\n"
         f"Run directory: {printable(run.directory)} (checkpoint every {run.checkpoint_every}"
-        f" updates and {run.checkpoint_seconds:g} s, metrics in updates.csv, episodes.csv and"
+        f" updates and {run.checkpoint_seconds:g} s, metrics in updates.csv, games.csv and"
         f" TensorBoard event files){resumed}",
         flush=True,
     )
@@ -71,9 +71,9 @@ def started(trainer: Trainer) -> str:
 def batch_line(update: Update, trainer: Trainer) -> str:
     """The line people grep for: keep its words as they are."""
     return (
-        f"Batch {update.iteration} computed {update.played} rollouts ({update.steps} steps) in"
+        f"Batch {update.number} computed {update.played} rollouts ({update.steps} steps) in"
         f" {update.seconds:.2f} seconds ({update.steps_per_second:.0f} steps/s), running mean is"
-        f" {trainer.running_reward:.2f}"
+        f" {trainer.running_mean:.2f}"
     )
 
 
@@ -82,13 +82,13 @@ def farewell(
 ) -> str:
     """The last line: what the run did and, once saved, how to continue it (on the cluster at
     ``address``, with ``script``, to ``until_mean``)."""
-    n, best = trainer.iteration, trainer.best_running_reward
+    n, best = trainer.updates, trainer.best_running_mean
     line = (
-        f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.episodes}"
-        f" episodes, best running mean {'-' if best is None else f'{best:.2f}'}"
+        f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.games}"
+        f" games, best running mean {'-' if best is None else f'{best:.2f}'}"
     )
     checkpoint = printable(run.checkpoint_path)
-    if reached(trainer.running_reward, until_mean):
+    if reached(trainer.running_mean, until_mean):
         return f"{line}; the running mean is above {until_mean:g}; checkpoint: {checkpoint}"
     goal = "" if until_mean is None else f" --until-mean={until_mean:g}"  # the same goal again
     if not run.kept:

@@ -34,10 +34,10 @@ def train(
     script: str = "driver.py",
     after: Callable[[Update, Trainer], None] | None = None,
 ) -> None:
-    """Train ``run`` for ``options.iterations`` updates more (or forever, or until its
+    """Train ``run`` for ``options.updates`` updates more (or forever, or until its
     running mean passes ``options.until_mean``); ``after`` is called with each update once it
     is recorded (a sweep's trial reports it to Tune there). ``script`` continues the run."""
-    trainer, first, iterations = None, run.saved_at, options.iterations
+    trainer, first, updates = None, run.saved_at, options.updates
     run.training = True  # an error from here on says what the run kept
     try:
         trainer = Trainer(
@@ -46,8 +46,8 @@ def train(
             wait_for_workers=options.wait_for_workers,
         )  # fmt: skip
         print(started(trainer), flush=True)
-        while (iterations is None or trainer.iteration - first < iterations) and not reached(
-            trainer.running_reward, options.until_mean
+        while (updates is None or trainer.updates - first < updates) and not reached(
+            trainer.running_mean, options.until_mean
         ):
             try:
                 update = trainer.play()  # a stop or a failure here loses only this update's games
@@ -59,8 +59,8 @@ def train(
                 for message in update.messages:
                     print(message, flush=True)
                 print(batch_line(update, trainer), flush=True)
-            if run.watch_due(trainer.iteration):
-                shot = snapshot.take(trainer.model, run.config.env, seed=trainer.iteration)
+            if run.watch_due(trainer.updates):
+                shot = snapshot.take(trainer.model, run.config.env, seed=trainer.updates)
                 warning = run.watch(shot, trainer)
                 if warning:
                     print(warning, flush=True)

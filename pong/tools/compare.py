@@ -37,7 +37,7 @@ class Figures:
 def figures(run_dir: str | Path) -> Figures:
     """The figures of the run in ``run_dir`` (``ValueError`` if it has no metrics)."""
     run = summary(run_dir, MARKS)
-    last = int(run.last["update"]), float(run.last["running_reward"])
+    last = int(run.last["update"]), float(run.last["running_mean"])
     return Figures(str(Path(run_dir)), tuple(map(run.passed.get, MARKS)), *last, run.steps_per_s)
 
 
@@ -46,12 +46,12 @@ def _count(x: float) -> str:
 
 
 _hours, _score, _speed = "{:.2f} h".format, "{:+.2f}".format, "{:,.0f}".format
-SHOWN = {"update": _count, "episodes": _count, "hours": _hours}  # a mark's cell, in order
+SHOWN = {"update": _count, "games": _count, "hours": _hours}  # a mark's cell, in order
 
 
 def table(runs: Sequence[Figures]) -> list[str]:
     """The Markdown lines: a header, a row per run, then the median and the range."""
-    header = ["run (cells: update / episode / hours)", *(f"above {mark:g}" for mark in MARKS)]
+    header = ["run (cells: update / game / hours)", *(f"above {mark:g}" for mark in MARKS)]
     header += ["updates", "final running mean", "steps/s"]
     lines = [header, ["---"] * len(header)]
     numbers = [(_count, "updates"), (_score, "final"), (_speed, "steps_per_s")]

@@ -61,9 +61,10 @@ def _metadata(meta: dict) -> dict[str, str]:
     """The old JSON metadata as this version's texts (checked afterwards as any file's)."""
     if meta.get("format") not in OLD_FORMATS:
         raise ValueError(f"format {str(meta.get('format'))[:80]!r}")
-    values = {name: meta[name] for name in (*ckpt.COUNTERS, *ckpt.MEANS, "seed")}
-    settings = meta["settings"]
-    if not isinstance(settings, dict) or set(settings) & {"format", *values}:  # as a count, say
+    values = {new: meta[old] for old, new in ckpt.OLD_NAMES.items()}  # as it named them
+    values |= {name: meta[name] for name in ("steps", "seed")}
+    settings, taken = meta["settings"], {"format", *values, *ckpt.OLD_NAMES}
+    if not isinstance(settings, dict) or set(settings) & taken:  # a count, posing as a setting
         raise ValueError("settings that are not a dict of settings alone")
     values = {"format": OLD_FORMATS[meta["format"]], **values, **settings}
     return {k: ckpt.as_text(v) for k, v in values.items()}
@@ -91,5 +92,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:
         parser.refuse(f"could not write {new}: {e.strerror or e}", status=1)
     kind = "policy file" if old.rmsprop_cache is None else "checkpoint"
-    print(f"Wrote {new}: the {kind} of update {old.iteration}, the same numbers as {args.old}")
+    print(f"Wrote {new}: the {kind} of update {old.updates}, the same numbers as {args.old}")
     return 0

@@ -49,7 +49,7 @@ def evaluate(options: Evaluation, env_id: str | None = None, seed: int | None = 
     except ValueError as e:  # the policy's own env may have been edited into its file
         flag = "--env" if env_id else f"--evaluate: {options.evaluate}: env"
         raise UsageError(f"{flag}: {e}") from None
-    trained_on, record, episodes = checkpoint.config.env, options.record, options.episodes
+    trained_on, record, games = checkpoint.config.env, options.record, options.games
     env_id, seed = env_id or trained_on, fresh_seed() if seed is None else seed
     if record is not None and not record.parent.is_dir():  # said before the games, not after
         raise UsageError(f"--record: no such directory {record.parent}")
@@ -57,18 +57,18 @@ def evaluate(options: Evaluation, env_id: str | None = None, seed: int | None = 
         why = "is a directory" if record.is_dir() else "cannot be written here"
         raise UsageError(f"--record: {record} {why}")
     say(
-        f"Playing {episodes} game{'s' * (episodes != 1)} of {env_id} with the policy of"
-        f" {options.evaluate} (update {checkpoint.iteration}), seed {seed}"
+        f"Playing {games} game{'s' * (games != 1)} of {env_id} with the policy of"
+        f" {options.evaluate} (update {checkpoint.updates}), seed {seed}"
     )
     if env_id != trained_on:  # a policy may play another Pong env, but a user should know
         say(f"note: this policy was trained on {trained_on!r}, not {env_id}")
     model = Model.from_weights(checkpoint.weights)
     if record is None:
-        scores = report(play_games(model, env_id, episodes, seed), seed)
+        scores = report(play_games(model, env_id, games, seed), seed)
     else:  # written as played; a stop or a full disk leaves any old GIF whole
         with writing(record, "no recording was kept"), atomic_write(record) as f:
             gif = GifWriter(f, FRAME_SECONDS)
-            scores = report(play_games(model, env_id, episodes, seed, gif.add), seed)
+            scores = report(play_games(model, env_id, games, seed, gif.add), seed)
             gif.close()
     points = np.array([won - lost for won, lost, _ in scores])
     say(

@@ -36,9 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.refuse(f"{output} exists; choose a new name", status=1)
     except OSError as e:
         parser.refuse(f"could not write {output}: {e.strerror or e}", status=1)
-    running = "-" if checkpoint.running_reward is None else f"{checkpoint.running_reward:.2f}"
+    running = "-" if checkpoint.running_mean is None else f"{checkpoint.running_mean:.2f}"
     print(
         f"Wrote {output} ({size / 1e6:.1f} MB): the float32 policy of update"
-        f" {checkpoint.iteration}, {checkpoint.episodes} games, running mean {running}"
+        f" {checkpoint.updates}, {checkpoint.games} games, running mean {running}"
     )
     return 0

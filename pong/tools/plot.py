@@ -22,7 +22,7 @@ from pong.run.config import path as nonempty_path
 from pong.run.config import positive_int
 from pong.run.errors import OneLineParser, printable
 from pong.run.files import Directory, atomic_write
-from pong.run.metrics import EPISODES, UPDATES, rows
+from pong.run.metrics import UPDATES, games_file, rows
 from pong.tools.compare import check_distinct, runs_of
 from pong.tools.weights import save_png
 
@@ -65,16 +65,16 @@ def _updates(run_dir: Path) -> Buckets:
     buckets, seconds = Buckets(), 0.0
     for row in rows(run_dir / UPDATES):
         seconds += float(row["seconds"])
-        running, speed = float(row["running_reward"]), float(row["steps_per_s"])
-        buckets.add(int(row["episodes"]), seconds / 3600, running, speed)
+        running, speed = float(row["running_mean"]), float(row["steps_per_s"])
+        buckets.add(int(row["games"]), seconds / 3600, running, speed)
     return buckets
 
 
-def curve(run_dir: str | Path, episodes: int | None = None) -> tuple[list[float], ...]:
-    """Games, training hours and running mean by update (or bucket), up to ``episodes`` games."""
+def curve(run_dir: str | Path, games: int | None = None) -> tuple[list[float], ...]:
+    """Games, training hours and running mean by update (or bucket), up to ``games`` games."""
     points = _updates(Path(run_dir)).result()[1][:, :3]  # the means' first columns
-    if episodes is not None:
-        points = points[points[:, 0] <= episodes]
+    if games is not None:
+        points = points[points[:, 0] <= games]
     return tuple(points.T.tolist())
 
 
@@ -100,8 +100,8 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     """Draw the run's curves into ``output`` (default ``RUN_DIR/learning_curve.png``)."""
     run_dir = Path(run_dir)
     updates, games = _updates(run_dir), Buckets()
-    for row in rows(run_dir / EPISODES):
-        games.add(int(row["episode"]), float(row["reward"]))
+    for row in rows(games_file(run_dir)):
+        games.add(int(row["game"]), float(row["score"]))
     lo, mean, hi = games.result()
     fig, (top, bottom) = _pyplot().subplots(2, 1, figsize=(8, 6.5), layout="constrained")
     if games.size == 1:
@@ -123,10 +123,10 @@ def plot_run(run_dir: str | Path, output: str | Path | None = None) -> Path:
     return _save(fig, run_dir / "learning_curve.png", below=run_dir)
 
 
-def plot_runs(run_dirs: Sequence[str | Path], output: str | Path, episodes: int | None = None):
-    """Overlay several runs' running means, against games and hours; with ``episodes``, each
+def plot_runs(run_dirs: Sequence[str | Path], output: str | Path, games: int | None = None):
+    """Overlay several runs' running means, against games and hours; with ``games``, each
     run's first that many games only (runs of unlike lengths, side by side)."""
-    curves = [(printable(Path(run_dir)), curve(run_dir, episodes)) for run_dir in run_dirs]
+    curves = [(printable(Path(run_dir)), curve(run_dir, games)) for run_dir in run_dirs]
     longest = max(max(hours, default=0) for _, (_, hours, _) in curves)
     unit, scale = ("hours", 1) if longest > 1 else ("minutes", 60)
     fig, (top, bottom) = _pyplot().subplots(2, 1, figsize=(8, 7), layout="constrained")
@@ -197,7 +197,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     out = "default for one run: RUN_DIR/learning_curve.png; needed for several"
     add("--output", type=png, metavar="FILE.png", help=out)
-    add("--episodes", type=positive_int, metavar="N", help="of several runs, the first N games")
+    add(
+        "--games",
+        "--episodes",
+        type=positive_int,
+        metavar="N",
+        help="of several runs, the first N games",
+    )
     args = parser.parse_args(argv)
     args.run_dirs = runs_of(args.run_dirs)
     if bool(args.run_dirs) == (args.weights is not None):
@@ -211,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif len(args.run_dirs) == 1:
             drawn = plot_run(args.run_dirs[0], args.output)
         else:
-            drawn = plot_runs(args.run_dirs, args.output, args.episodes)
+            drawn = plot_runs(args.run_dirs, args.output, args.games)
     except ValueError as e:
         error, code = e, 2
     except OSError as e:  # the PNG could not be written there

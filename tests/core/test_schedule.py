@@ -126,8 +126,8 @@ def test_a_resumed_run_plays_the_games_it_would_have_played(joined_ray) -> None:
     saved = Checkpoint(
         {k: v.copy() for k, v in saved.weights.items()},
         {k: v.copy() for k, v in saved.rmsprop_cache.items()},
-        saved.iteration, saved.episodes, saved.steps, saved.running_reward,
-        saved.best_running_reward, config,
+        saved.updates, saved.games, saved.steps, saved.running_mean,
+        saved.best_running_mean, config,
     )  # fmt: skip
     games, grad = _games(trainer)
     release(trainer)
@@ -194,7 +194,7 @@ def test_a_worker_gone_for_good_leaves_its_games_to_the_others(joined_ray) -> No
     ray.kill(workers[1], no_restart=True)
     with pytest.raises(WorkerError, match="every RolloutWorker is gone"):
         trainer.update()
-    assert trainer.iteration == 2  # the failed update is not counted
+    assert trainer.updates == 2  # the failed update is not counted
 
 
 def test_workers_ray_cannot_place_yet_wait_and_join_with_the_same_bytes(joined_ray) -> None:
@@ -214,7 +214,7 @@ def test_workers_ray_cannot_place_yet_wait_and_join_with_the_same_bytes(joined_r
     assert any(f"RolloutWorker {waiting} is up on node" in n for n in notes), notes
     assert any(f"RolloutWorker {killed} is gone for good" in n for n in notes), notes
     alone = Trainer(**hyperparameters(config), workers=1)
-    for _ in range(trainer.iteration):
+    for _ in range(trainer.updates):
         alone.update()
     release(alone)
     for k, v in alone.model.weights.items():
@@ -296,7 +296,7 @@ def test_a_stale_game_is_never_counted_in_the_next_update(joined_ray) -> None:
     trainer.dealer.start(1, 2, ray.put(trainer.model))  # a game dealt, never taken
     assert len(trainer.dealer.calls) == 1
     update = trainer.update()
-    assert update.played == 2 and trainer.iteration == 1
+    assert update.played == 2 and trainer.updates == 1
     release(trainer)
     alone = Trainer(**hyperparameters(config), workers=1)
     alone.update()

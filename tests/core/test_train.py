@@ -62,7 +62,7 @@ def _train(updates: int, workers: int, resume: Checkpoint | None = None):
     games = []
     for _ in range(updates):
         update = trainer.update()
-        games.append((update.iteration, update.scores, update.lengths))
+        games.append((update.number, update.scores, update.lengths))
         games.append(update.running_mean)
     release(trainer)
     return encode(Checkpoint.of(trainer.state(), TOY)), games
@@ -109,7 +109,7 @@ def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(joined_ray) ->
     assert update.messages == [
         "warning: a worker returned a non-finite gradient; left out of this update"
     ]
-    assert update.played == 2 and trainer.iteration == 1 and trainer.episodes == 2
+    assert update.played == 2 and trainer.updates == 1 and trainer.games == 2
     # Exactly one RMSProp step with the finite gradient alone.
     expected, cache = Model.from_weights(before), zeros_like_weights(before)
     buffer = zeros_like_weights(before)
@@ -119,7 +119,7 @@ def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(joined_ray) ->
         np.testing.assert_array_equal(trainer.model.weights[k], expected.weights[k])
         assert np.isfinite(trainer.model.weights[k]).all()
     # Both games count for the running mean, in game order.
-    assert trainer.running_reward == -21.0 * 0.99 + -19.0 * 0.01
+    assert trainer.running_mean == -21.0 * 0.99 + -19.0 * 0.01
     release(trainer)
 
 
@@ -134,8 +134,8 @@ def test_a_resumed_trainer_starts_from_the_saved_state(joined_ray) -> None:
     for k in ("W1", "W2"):
         np.testing.assert_array_equal(state.weights[k], saved.weights[k])
         np.testing.assert_array_equal(state.rmsprop_cache[k], saved.rmsprop_cache[k])
-    assert (state.iteration, state.episodes, state.steps) == (12, 120, 123_456)
-    assert (state.running_reward, state.best_running_reward) == (-19.75, -19.5)
+    assert (state.updates, state.games, state.steps) == (12, 120, 123_456)
+    assert (state.running_mean, state.best_running_mean) == (-19.75, -19.5)
     trainer.update()  # a state taken before an update still holds that update's weights
     for k in ("W1", "W2"):
         np.testing.assert_array_equal(state.weights[k], saved.weights[k])
@@ -152,7 +152,7 @@ def test_an_update_with_no_finite_gradient_stops_and_changes_nothing(joined_ray)
     before = {k: v.copy() for k, v in trainer.model.weights.items()}
     with pytest.raises(NonFiniteError, match="update 1 not applied: no game of the update gave"):
         trainer.update()
-    assert (trainer.iteration, trainer.episodes, trainer.running_reward) == (0, 0, None)
+    assert (trainer.updates, trainer.games, trainer.running_mean) == (0, 0, None)
     for k in before:
         np.testing.assert_array_equal(trainer.model.weights[k], before[k])
     release(trainer)

@@ -59,7 +59,7 @@ def test_the_real_training_loop_learns_the_toy(tmp_path, shared_ray) -> None:
         [
             f"--env={ENV_ID}",
             "--batch-size=10",
-            "--iterations=60",
+            "--updates=60",
             "--learning-rate=1e-2",
             "--seed=0",
             f"--address={address}",
@@ -68,7 +68,7 @@ def test_the_real_training_loop_learns_the_toy(tmp_path, shared_ray) -> None:
         env,
     )
     assert proc.returncode == 0, proc.stderr
-    with open(run / "episodes.csv", newline="") as f:
+    with open(run / "games.csv", newline="") as f:
         scores = [float(row["reward"]) for row in csv.DictReader(f)]
     assert len(scores) == 600
     first, last = np.mean(scores[:100]), np.mean(scores[-100:])

@@ -13,7 +13,7 @@ TAGS = {
     "charts/episodic_return",
     "charts/episodic_length",
     "charts/SPS",
-    "charts/running_reward",
+    "charts/running_mean",
     "charts/update_seconds",
 }
 
@@ -22,11 +22,11 @@ class Counters:
     """What Board reads of a Trainer, after each made-up update of two games."""
 
     def __init__(self) -> None:
-        self.steps, self.running_reward = 0, None
+        self.steps, self.running_mean = 0, None
 
     def play(self, rewards: list[float], lengths: list[int], seconds: float) -> SimpleNamespace:
         self.steps += sum(lengths)
-        self.running_reward = sum(rewards) / len(rewards)
+        self.running_mean = sum(rewards) / len(rewards)
         return SimpleNamespace(
             scores=rewards,
             lengths=lengths,
@@ -55,7 +55,7 @@ def test_the_curves_are_cleanrls_tags_at_env_steps(tmp_path) -> None:
     assert curves["charts/episodic_return"] == [(100, -21), (250, -20), (370, -19), (450, -21)]
     assert curves["charts/episodic_length"] == [(100, 100), (250, 150), (370, 120), (450, 80)]
     assert curves["charts/SPS"] == [(250, 125), (450, 100)]
-    assert curves["charts/running_reward"] == [(250, -20.5), (450, -20)]
+    assert curves["charts/running_mean"] == [(250, -20.5), (450, -20)]
     assert curves["charts/update_seconds"] == [(250, 2), (450, 2)]
     board = EventAccumulator(str(tmp_path))
     board.Reload()

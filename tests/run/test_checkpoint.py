@@ -29,11 +29,11 @@ def make_checkpoint(seed: int = 0) -> Checkpoint:
     return Checkpoint(
         weights=model.weights,
         rmsprop_cache=cache,
-        iteration=7,
-        episodes=70,
+        updates=7,
+        games=70,
         steps=71234,
-        running_reward=-20.4321,
-        best_running_reward=-20.1,
+        running_mean=-20.4321,
+        best_running_mean=-20.1,
         config=Config(seed=seed),
     )
 
@@ -47,11 +47,11 @@ def test_round_trip_is_exact(tmp_path) -> None:
         np.testing.assert_array_equal(loaded.rmsprop_cache[k], original.rmsprop_cache[k])
     assert loaded.weights["W1"].flags.f_contiguous  # the layout the fast path reads
     for field in (
-        "iteration",
-        "episodes",
+        "updates",
+        "games",
         "steps",
-        "running_reward",
-        "best_running_reward",
+        "running_mean",
+        "best_running_mean",
         "config",
     ):
         assert getattr(loaded, field) == getattr(original, field), field
@@ -60,12 +60,12 @@ def test_round_trip_is_exact(tmp_path) -> None:
 def test_a_running_mean_reads_back_to_the_last_bit(tmp_path) -> None:
     """A resumed run must go on with the very float it stopped with."""
     original = make_checkpoint()
-    original.running_reward = -20.123456789012345 + 1e-14
-    original.best_running_reward = None
+    original.running_mean = -20.123456789012345 + 1e-14
+    original.best_running_mean = None
     save(tmp_path / FILENAME, original)
     loaded = load(tmp_path)
-    assert loaded.running_reward.hex() == original.running_reward.hex()
-    assert loaded.best_running_reward is None
+    assert loaded.running_mean.hex() == original.running_mean.hex()
+    assert loaded.best_running_mean is None
 
 
 def test_safetensors_reads_the_same_numbers_in_a_fresh_python(tmp_path) -> None:
@@ -88,7 +88,7 @@ def test_safetensors_reads_the_same_numbers_in_a_fresh_python(tmp_path) -> None:
     with safe_open(tmp_path / "policy.safetensors", framework="numpy") as f:
         meta = f.metadata()
     assert meta["format"] == "pong-policy/2" and meta["env"] == "ALE/Pong-v5"
-    assert (meta["seed"], meta["iteration"], meta["episodes"]) == ("4", "7", "70")
+    assert (meta["seed"], meta["updates"], meta["games"]) == ("4", "7", "70")
 
 
 def test_a_failed_save_leaves_the_old_checkpoint_intact(tmp_path, monkeypatch) -> None:
@@ -235,15 +235,15 @@ def test_bad_checkpoints_raise_one_line_naming_the_file(tmp_path, kind, message)
         ({"seed": "-1"}, "seed: expected an integer from 0 to 2**128 - 1, got '-1'"),
         ({"seed": "none"}, "seed: expected a number, got 'none'"),
         ({"seed": str(2**128)}, "seed: expected an integer from 0 to 2**128 - 1"),
-        ({"iteration": "many"}, "iteration: expected an integer from 0 to 1e+15, got 'many'"),
-        ({"iteration": "1" + "0" * 16}, "iteration: expected an integer from 0 to 1e+15"),
-        ({"iteration": "1" + "0" * 4000}, "metadata 'iteration': expected a text of at most 200"),
-        ({"iteration": "-5"}, "iteration: expected an integer from 0 to 1e+15, got '-5'"),
-        ({"iteration": "1.7"}, "iteration: expected an integer from 0 to 1e+15, got '1.7'"),
-        ({"episodes": "1e3"}, "episodes: expected an integer from 0 to 1e+15, got '1e3'"),
-        ({"running_reward": "nan"}, "running_reward: expected a number from -1000 to 1000"),
-        ({"best_running_reward": "1e400"}, "best_running_reward: expected a number from -1000"),
-        ({"best_running_reward": "1e300"}, "best_running_reward: expected a number from -1000"),
+        ({"updates": "many"}, "updates: expected an integer from 0 to 1e+15, got 'many'"),
+        ({"updates": "1" + "0" * 16}, "updates: expected an integer from 0 to 1e+15"),
+        ({"updates": "1" + "0" * 4000}, "metadata 'updates': expected a text of at most 200"),
+        ({"updates": "-5"}, "updates: expected an integer from 0 to 1e+15, got '-5'"),
+        ({"updates": "1.7"}, "updates: expected an integer from 0 to 1e+15, got '1.7'"),
+        ({"games": "1e3"}, "games: expected an integer from 0 to 1e+15, got '1e3'"),
+        ({"running_mean": "nan"}, "running_mean: expected a number from -1000 to 1000"),
+        ({"best_running_mean": "1e400"}, "best_running_mean: expected a number from -1000"),
+        ({"best_running_mean": "1e300"}, "best_running_mean: expected a number from -1000"),
         ({"format": "pong-checkpoint/9"}, "not a pong checkpoint (format 'pong-checkpoint/9')"),
     ],
 )
@@ -281,7 +281,7 @@ def test_policy_file_is_small_float32_weights_that_play_like_the_originals(tmp_p
     assert size == (tmp_path / "policy.safetensors").stat().st_size < 5.2e6  # a checkpoint: 20
     policy = load(tmp_path / "policy.safetensors", policy=True)
     assert policy.rmsprop_cache is None
-    assert (policy.iteration, policy.episodes, policy.config) == (7, 70, original.config)
+    assert (policy.updates, policy.games, policy.config) == (7, 70, original.config)
     for k in ("W1", "W2"):
         assert policy.weights[k].dtype == np.float64
         rounded = original.weights[k].astype(np.float32).astype(np.float64)
@@ -298,6 +298,22 @@ def test_policy_file_is_small_float32_weights_that_play_like_the_originals(tmp_p
         assert policy_forward(small, x)[0] == pytest.approx(policy_forward(full, x)[0], rel=1e-6)
 
 
+def test_a_checkpoint_written_before_the_glossary_reads_its_old_names(tmp_path) -> None:
+    """``iteration``, ``episodes``, ``running_reward`` and ``best_running_reward``, as earlier
+    versions wrote them, read as ``updates``, ``games`` and the running means."""
+    path, original = tmp_path / FILENAME, make_checkpoint()
+    save(path, original)
+    data = path.read_bytes()
+    header = header_of(data)
+    meta, old = header["__metadata__"], {new: old for old, new in ckpt.OLD_NAMES.items()}
+    header["__metadata__"] = {old.get(k, k): v for k, v in meta.items()}
+    assert set(ckpt.OLD_NAMES) <= set(header["__metadata__"])  # the test can fail
+    path.write_bytes(with_header(data, header))
+    loaded = load(path)
+    for field in ("updates", "games", "running_mean", "best_running_mean"):
+        assert getattr(loaded, field) == getattr(original, field), field
+
+
 def test_a_policy_file_cannot_be_resumed_and_says_what_can(tmp_path) -> None:
     ckpt.save_policy(tmp_path / "policy.safetensors", make_checkpoint())
     with pytest.raises(CheckpointError, match="no RMSProp cache to resume.*--start-from"):
@@ -310,7 +326,7 @@ def test_the_shipped_policy_loads_as_safetensors_reads_it() -> None:
     tensors = safetensors.numpy.load_file(path)
     for k in ("W1", "W2"):
         np.testing.assert_array_equal(loaded.weights[k], tensors[k].astype(np.float64))
-    assert (loaded.iteration, loaded.episodes, loaded.config.seed) == (2000, 20000, 2016)
+    assert (loaded.updates, loaded.games, loaded.config.seed) == (2000, 20000, 2016)
     assert loaded.config.env == "ALE/Pong-v5"
     # In the very form this version writes: one state, one file.
     assert ckpt.encode(loaded, policy=True) == path.read_bytes()
@@ -349,7 +365,7 @@ def test_a_link_to_a_run_directory_is_followed_to_its_checkpoint(tmp_path) -> No
     (tmp_path / "run").mkdir()
     save(tmp_path / "run" / FILENAME, make_checkpoint())
     (tmp_path / "latest").symlink_to(tmp_path / "run")
-    assert load(tmp_path / "latest").iteration == 7
+    assert load(tmp_path / "latest").updates == 7
 
 
 @pytest.mark.parametrize("value", [1e308, -3.5e38])

@@ -33,6 +33,12 @@ def test_given_flags_fill_their_fields_and_nothing_else() -> None:
     assert parse(["--address=h:2"]).address == "h:2"  # the original name and Ray's
 
 
+@pytest.mark.parametrize(("flag", "field"), [("--iterations", "updates"), ("--episodes", "games")])
+def test_the_older_names_of_a_flag_set_the_same_field(flag, field) -> None:
+    new = "--" + field
+    assert getattr(parse([f"{flag}=3"]), field) == getattr(parse([f"{new}=3"]), field) == 3
+
+
 def test_every_field_is_a_flag_with_help_and_its_default() -> None:
     parser = argparse.ArgumentParser()
     for cls in (Config, Options, Evaluation):

@@ -23,8 +23,8 @@ def record(run: Run, trainer: StandInTrainer) -> str | None:
     """One made-up update recorded as the driver does: metrics, checkpoint, snapshot.
     The snapshot's warning, if any."""
     run.record(trainer.play(), trainer)
-    if run.watch_due(trainer.iteration):
-        return run.watch(snapshot.take(trainer.model, run.config.env, trainer.iteration), trainer)
+    if run.watch_due(trainer.updates):
+        return run.watch(snapshot.take(trainer.model, run.config.env, trainer.updates), trainer)
     return None
 
 
@@ -33,25 +33,25 @@ class StandInTrainer:
 
     def __init__(self, config: Config) -> None:
         self.config, self.model = config, Model(seed=0)
-        self.iteration = self.episodes = self.steps = 0
-        self.running_reward = self.best_running_reward = None
+        self.updates = self.games = self.steps = 0
+        self.running_mean = self.best_running_mean = None
 
     def play(self) -> SimpleNamespace:
         """One made-up update of two games."""
-        self.iteration += 1
-        self.episodes += 2
+        self.updates += 1
+        self.games += 2
         self.steps += 200
-        self.running_reward = -21.0
+        self.running_mean = -21.0
         return SimpleNamespace(
-            iteration=self.iteration, played=2, steps=200, seconds=1.0, steps_per_second=200.0,
+            number=self.updates, played=2, steps=200, seconds=1.0, steps_per_second=200.0,
             scores=[-21.0, -21.0], lengths=[100, 100], nodes={"10.0.0.2": 1, "10.0.0.1": 1},
         )  # fmt: skip
 
     def state(self) -> State:
         cache = zeros_like_weights(self.model.weights)
         return State(
-            self.model.weights, cache, self.iteration, self.episodes, self.steps,
-            self.running_reward, self.running_reward,
+            self.model.weights, cache, self.updates, self.games, self.steps,
+            self.running_mean, self.running_mean,
         )  # fmt: skip
 
     def checkpoint(self) -> Checkpoint:
@@ -74,10 +74,10 @@ def test_checkpoints_come_after_the_first_update_every_n_updates_and_at_close(tm
     for _ in range(3):
         run.record(trainer.play(), trainer)
         path = run.checkpoint_path
-        saved.append(load(path).iteration if path.exists() else None)
+        saved.append(load(path).updates if path.exists() else None)
     assert saved == [1, 2, 2]
     run.close(trainer)
-    assert load(run.checkpoint_path).iteration == 3
+    assert load(run.checkpoint_path).updates == 3
     assert len((run.directory / "updates.csv").read_text().splitlines()) == 1 + 3
 
 
@@ -92,7 +92,7 @@ def test_a_checkpoint_also_comes_once_checkpoint_seconds_have_passed(tmp_path, m
     for seconds in (1, 30, 29, 1, 60):  # after each update, the clock has moved on this much
         now[0] += seconds
         run.record(trainer.play(), trainer)
-        saved.append(load(run.checkpoint_path).iteration)
+        saved.append(load(run.checkpoint_path).updates)
     assert saved == [1, 1, 1, 4, 5]  # the first; then each update 60 s or more after a save
     run.close(trainer)
 
@@ -101,14 +101,14 @@ def test_resume_keeps_the_run_s_settings_and_refuses_contradicting_flags(tmp_pat
     config = Config(batch_size=2, seed=4)
     save(tmp_path / FILENAME, StandInTrainer(config).checkpoint())
     run = Run.resume(tmp_path / FILENAME, {"batch_size": 2}, checkpoint_every=10)
-    assert (run.config, run.directory, run.saved.iteration) == (config, tmp_path, 0)
+    assert (run.config, run.directory, run.saved.updates) == (config, tmp_path, 0)
     with pytest.raises(UsageError, match="--batch-size=3 differs from the resumed run's 2"):
         Run.resume(tmp_path, {"batch_size": 3}, checkpoint_every=10)
     with pytest.raises(UsageError, match="--resume: .*no such checkpoint file"):
         Run.resume(tmp_path / "nowhere", {}, checkpoint_every=10)
 
 
-@pytest.mark.parametrize("counter", ["iteration", "steps"])
+@pytest.mark.parametrize("counter", ["updates", "steps"])
 def test_a_run_with_no_room_to_count_on_is_refused_before_it_saves_one(tmp_path, counter) -> None:
     """Resumed, it would save a count past what any checkpoint may hold, and then refuse it."""
     trainer = StandInTrainer(Config(batch_size=2, seed=4))
@@ -136,7 +136,7 @@ def test_a_run_moved_away_mid_run_still_says_what_it_saved(tmp_path) -> None:
     (tmp_path / "run").symlink_to(tmp_path / "elsewhere")
     record(run, trainer)
     run.close(trainer)
-    assert load(tmp_path / "moved").iteration == 2
+    assert load(tmp_path / "moved").updates == 2
     assert list((tmp_path / "elsewhere").iterdir()) == []
     done = report.farewell(run, trainer, first=0)
     assert "nothing was saved" not in done and "(continue with: " in done, done
@@ -155,8 +155,8 @@ def test_a_second_owner_of_a_run_directory_is_refused_naming_the_first(tmp_path)
 
 
 def test_a_new_run_refuses_an_earlier_run_s_metrics_but_not_bare_headers(tmp_path) -> None:
-    for name in ("updates.csv", "episodes.csv"):  # a run stopped before its first row
-        (tmp_path / name).write_text("update,episodes\n")
+    for name in ("updates.csv", "games.csv"):  # a run stopped before its first row
+        (tmp_path / name).write_text("update,games\n")
     again = Run.start(tmp_path, Config(seed=1), checkpoint_every=10)
     again.open()  # allowed: nothing of a run is lost
     trainer = StandInTrainer(again.config)
@@ -178,7 +178,7 @@ def test_a_new_run_refuses_an_earlier_run_s_metrics_but_not_bare_headers(tmp_pat
     ],
     ids=["symlink", "dangling symlink", "hard link", "fifo", "directory"],
 )
-@pytest.mark.parametrize("name", ["updates.csv", "episodes.csv"])
+@pytest.mark.parametrize("name", ["updates.csv", "games.csv"])
 def test_a_link_at_a_metrics_name_is_refused_as_what_it_is_when_the_run_opens(
     tmp_path, name, plant, what
 ) -> None:
@@ -223,7 +223,7 @@ def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_last_checkpoint(
     monkeypatch.setattr(pong.run.checkpoint, "_encoded", full)  # as a full disk fails the write
     with pytest.raises(RunFileError, match="No space left on device; the checkpoint of update 1"):
         run.record(trainer.play(), trainer)
-    assert load(run.checkpoint_path).iteration == 1
+    assert load(run.checkpoint_path).updates == 1
 
 
 def test_a_directory_the_run_made_and_left_empty_is_removed_on_close(tmp_path) -> None:

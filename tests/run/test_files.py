@@ -113,16 +113,16 @@ def test_a_run_never_writes_through_links_planted_in_its_directory(tmp_path, vic
     run_dir.mkdir()
     trainer = StandInTrainer(Run.start(run_dir, make_checkpoint().config, 10).config)
     save(run_dir / FILENAME, trainer.checkpoint())
-    plant(run_dir, [f".{FILENAME}.tmp", ".updates.csv.tmp", ".episodes.csv.tmp"], victim)
+    plant(run_dir, [f".{FILENAME}.tmp", ".updates.csv.tmp", ".games.csv.tmp"], victim)
     run = Run.resume(run_dir, {}, checkpoint_every=1)
     run.open()
     run.record(trainer.play(), trainer)  # metrics, TensorBoard events and a checkpoint
     run.close(trainer)
     assert victim.read_bytes() == VICTIM
-    assert not (run_dir / FILENAME).is_symlink() and load(run_dir).iteration == 1
+    assert not (run_dir / FILENAME).is_symlink() and load(run_dir).updates == 1
 
 
-@pytest.mark.parametrize("name", [LOCK, "updates.csv", "episodes.csv"])
+@pytest.mark.parametrize("name", [LOCK, "updates.csv", "games.csv"])
 def test_a_link_planted_at_a_file_a_run_appends_to_is_one_line(tmp_path, victim, name) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -145,7 +145,7 @@ def test_two_exports_to_one_path_one_wins_whole_the_other_says_so(tmp_path) -> N
     the winner's report is what it holds."""
     for i in range(2):
         (tmp_path / f"run{i}").mkdir()
-        save(tmp_path / f"run{i}" / FILENAME, replace(make_checkpoint(i), iteration=10 + i))
+        save(tmp_path / f"run{i}" / FILENAME, replace(make_checkpoint(i), updates=10 + i))
     for attempt in range(3):
         out = tmp_path / f"shared{attempt}.safetensors"
         procs = [
@@ -164,7 +164,7 @@ def test_two_exports_to_one_path_one_wins_whole_the_other_says_so(tmp_path) -> N
         (winner,) = [out_text for code, out_text, _ in results if code == 0]
         (loser,) = [err for code, _, err in results if code != 0]
         assert loser.count("\n") == 1 and f"{out} exists" in loser, loser
-        assert f"policy of update {load(out, policy=True).iteration}," in winner
+        assert f"policy of update {load(out, policy=True).updates}," in winner
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
@@ -181,7 +181,7 @@ PLANTED = {
     LOCK: "symbolic link; refusing to write through it",
     FILENAME: "a symbolic link, not a regular file",
     "updates.csv": "a symbolic link, not a regular file",
-    "episodes.csv": "a symbolic link, not a regular file",
+    "games.csv": "a symbolic link, not a regular file",
     "watch": "watch: a symbolic link; refusing to write below it",
     "watch/weights-000001.png": "weights-000001.png: a symbolic link; refusing to write",
     "watch/game-000001.gif": "game-000001.gif: a symbolic link; refusing to write",
@@ -218,7 +218,7 @@ def test_a_link_planted_at_any_name_below_a_run_is_one_line_and_changes_nothing_
         run = Run.resume(run_dir, {}, checkpoint_every=1)
         run.watch_every = 1
         run.open()
-        trainer.iteration = 0  # the snapshot of update 1 again, over its planted names
+        trainer.updates = 0  # the snapshot of update 1 again, over its planted names
         return record(run, trainer)
 
     if name.startswith("watch/"):  # a picture not kept is a warning; the run goes on
@@ -248,7 +248,7 @@ def test_a_run_directory_swapped_for_a_link_while_it_runs_is_still_the_one_writt
     run.record(trainer.play(), trainer)
     run.close(trainer)
     assert list(outside.iterdir()) == []
-    assert load(tmp_path / "moved").iteration == 2
+    assert load(tmp_path / "moved").updates == 2
 
 
 def test_a_run_directory_that_is_a_link_is_refused(tmp_path) -> None:
@@ -313,7 +313,7 @@ def test_the_temporary_of_a_killed_write_is_removed_by_the_next_owner_alone(tmp_
     for name in kept:
         (run_dir / name).write_bytes(b"someone's")
     plant(run_dir, [".updates.csv.0123456789abcdef.tmp"], victim)
-    below = run_dir / ".episodes.csv.fedcba9876543210.tmp"  # a directory
+    below = run_dir / ".games.csv.fedcba9876543210.tmp"  # a directory
     below.mkdir()
     (below / left).write_bytes(b"below")
     os.mkfifo(run_dir / f".{FILENAME}.00000000000000ff.tmp")
@@ -322,7 +322,7 @@ def test_the_temporary_of_a_killed_write_is_removed_by_the_next_owner_alone(tmp_
     before = sorted(p.name for p in run_dir.iterdir())
     directory = Directory.open(run_dir)
     held = lock(directory)  # as Run.open does, before anything is removed
-    removed = directory.remove_stale_temporaries(FILENAME, "updates.csv", "episodes.csv")
+    removed = directory.remove_stale_temporaries(FILENAME, "updates.csv", "games.csv")
     held.close()
     directory.close()
     assert removed == sorted([left, stale])

@@ -34,7 +34,7 @@ import pytest
 from pong.core.model import D, H
 from pong.run.checkpoint import FILENAME, MAX_HEADER_BYTES, CheckpointError, load, save
 from pong.run.errors import UsageError, pasteable
-from pong.run.metrics import EPISODES, UPDATES, MetricsLog, read_rows, summarize
+from pong.run.metrics import GAMES, UPDATES, MetricsLog, read_rows, summarize
 from pong.tools.compare import figures
 from pong.tools.plot import curve
 from tests.helpers import run_driver
@@ -326,9 +326,9 @@ def layout_cases(good, body, tensors: Tensors, meta, rng: np.random.Generator, e
 
 COUNTS = ["-1", "1e400", "9" * 4001, "nan", "", " 7", "7.0", "0x7", "1_000", "\u0667", "9" * 17]
 COUNTS += [str(10**15), str(10**15 + 1)]
-SETTINGS = {**dict.fromkeys(("iteration", "episodes", "steps"), COUNTS)}
+SETTINGS = {**dict.fromkeys(("updates", "games", "steps"), COUNTS)}
 MEANS = ["nan", "NaN", "inf", "-inf", "1e300", "1000.5", "-1e400", "", "None", "1e-400", "none"]
-SETTINGS |= dict.fromkeys(("running_reward", "best_running_reward"), MEANS)
+SETTINGS |= dict.fromkeys(("running_mean", "best_running_mean"), MEANS)
 SETTINGS |= {"batch_size": ["1e150", "0", "9" * 40, "9" * 41, "9" * 4001, "-1", "1.5", "nan"]}
 SETTINGS |= {"learning_rate": ["nan", "inf", "-1", "1e400", "0", "1e-400", "x"]}
 SETTINGS |= {"decay_rate": ["1.5", "nan", "-0", "1", "1e999"], "seed": ["-1", "9" * 40, "1e400"]}
@@ -351,7 +351,7 @@ def meta_cases(good: dict, body: bytes, meta: dict) -> Cases:
     headers |= {"metadata 30,000 deep": Raw("[" * 30_000 + "]" * 30_000)}
     for key in meta:
         headers[f"no {key}"] = {**meta, key: GONE}
-    for key in ("format", "iteration", "env"):
+    for key in ("format", "updates", "env"):
         for value in (None, 7, -1.5, 10**30, True, [meta[key]], {"v": meta[key]}, Raw("9" * 5000)):
             headers[f"{key} = {shown(value)}"] = {**meta, key: value}
     for key, values in SETTINGS.items():
@@ -458,7 +458,7 @@ def metrics_cases(data: bytes, seed: int) -> Cases:
         "a line of 5,000 bytes": data + b"1," + b"9" * 5000 + b"\r\n",
         "a line of 10 MB": data + b"x" * 10**7,
         "a quoted field of 300 kB": data + b'"' + b"xyz\n" * 75_000,
-        "a field twice in the header": data.replace(b"update,episodes", b"update,update", 1),
+        "a field twice in the header": data.replace(b"update,games", b"update,update", 1),
         "the header only": header + b"\n",
         "a header without its newline": header,
         "empty": b"",
@@ -480,7 +480,7 @@ def read_run(path: Path) -> object:
 @pytest.fixture
 def run_copy(tmp_path) -> Path:
     """A run directory with the first 60 lines of a committed run's metrics."""
-    for name in (UPDATES, EPISODES):
+    for name in (UPDATES, GAMES):
         lines = (RUN / name).read_bytes().split(b"\n")[:60]
         (tmp_path / name).write_bytes(b"\n".join(lines) + b"\n")
     return tmp_path
@@ -490,15 +490,15 @@ def test_damaged_metrics_read_or_fail_in_one_line(run_copy) -> None:
     data = (run_copy / UPDATES).read_bytes()
     cases = metrics_cases(data, seed=3)
     fuzz(cases, run_copy / UPDATES, read_run, ValueError, lambda result: "")
-    cases = metrics_cases((run_copy / EPISODES).read_bytes(), seed=4)
-    fuzz(cases, run_copy / EPISODES, read_rows, ValueError, lambda result: "")
+    cases = metrics_cases((run_copy / GAMES).read_bytes(), seed=4)
+    fuzz(cases, run_copy / GAMES, read_rows, ValueError, lambda result: "")
 
 
 def test_a_resume_drops_rows_of_damaged_metrics_or_fails_in_one_line(run_copy) -> None:
-    episodes = (run_copy / EPISODES).read_bytes()
+    games = (run_copy / GAMES).read_bytes()
 
     def resume(path: Path) -> None:
-        (path.parent / EPISODES).write_bytes(episodes)
+        (path.parent / GAMES).write_bytes(games)
         MetricsLog(path.parent, after=5).close()
 
     cases = metrics_cases((run_copy / UPDATES).read_bytes(), seed=5)
@@ -569,7 +569,7 @@ def test_resume_with_a_fifo_for_metrics_stops_with_one_line(tmp_path) -> None:
     save(run / FILENAME, make_checkpoint())
     os.mkfifo(run / UPDATES)
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    proc = run_driver(["--resume", str(run), "--iterations=1"], env, timeout=60)
+    proc = run_driver(["--resume", str(run), "--updates=1"], env, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr == (
         f"driver.py: error: {run / UPDATES}: not a metrics file (a FIFO, not a regular file)\n"

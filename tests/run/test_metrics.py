@@ -10,27 +10,37 @@ from types import SimpleNamespace
 import pytest
 
 from pong.run.errors import UsageError, printable
-from pong.run.metrics import EPISODES, UPDATES, MetricsLog, main, read_rows
+from pong.run.metrics import (
+    GAMES,
+    OLD_COLUMNS,
+    OLD_GAMES,
+    UPDATES,
+    MetricsLog,
+    games_file,
+    main,
+    read_rows,
+    summarize,
+)
 from tests.helpers import ROOT
 
 
 def _row(update: int) -> dict[str, object]:
     return {
         "update": update,
-        "episodes": 2 * update,
+        "games": 2 * update,
         "steps": 900 * update,
         "seconds": 1.5,
         "steps_per_s": 1200.0,
-        "running_reward": -20.5,
-        "reward_mean": -20.0,
-        "reward_min": -21.0,
-        "reward_max": -19.0,
+        "running_mean": -20.5,
+        "score_mean": -20.0,
+        "score_min": -21.0,
+        "score_max": -19.0,
     }
 
 
-def _episodes(update: int) -> list[dict[str, object]]:
+def _games(update: int) -> list[dict[str, object]]:
     return [
-        {"episode": 2 * update - 1 + i, "update": update, "reward": -21.0 + i, "steps": 900}
+        {"game": 2 * update - 1 + i, "update": update, "score": -21.0 + i, "steps": 900}
         for i in range(2)
     ]
 
@@ -44,7 +54,7 @@ def odd_run(tmp_path, updates: int = 3) -> Path:
         pytest.skip("this file system refuses a name that is not UTF-8")
     log = MetricsLog(run)
     for update in range(1, updates + 1):
-        log.write(_row(update), _episodes(update))
+        log.write(_row(update), _games(update))
     log.close()
     return run
 
@@ -61,30 +71,59 @@ def _read(path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _as_written_before_the_glossary(run: Path) -> None:
+    """``run``'s files as earlier versions named them: episodes.csv, and the old columns."""
+    old = {new: name for name, new in OLD_COLUMNS.items()}
+    (run / GAMES).rename(run / OLD_GAMES)
+    for name in (UPDATES, OLD_GAMES):
+        header, rest = (run / name).read_text().split("\n", 1)
+        (run / name).write_text(",".join(old.get(c, c) for c in header.split(",")) + "\n" + rest)
+    assert "running_reward" in (run / UPDATES).read_text()  # the test can fail
+
+
+def test_an_older_run_reads_as_today_and_resumes_into_today_s_names(tmp_path) -> None:
+    log = MetricsLog(tmp_path)
+    for update in (1, 2):
+        log.write(_row(update), _games(update))
+    log.close()
+    today = {name: (tmp_path / name).read_bytes() for name in (UPDATES, GAMES)}
+    _as_written_before_the_glossary(tmp_path)
+    assert games_file(tmp_path) == tmp_path / OLD_GAMES
+    assert read_rows(games_file(tmp_path)) == _read_bytes(today[GAMES])
+    assert summarize(tmp_path)[0].startswith("2 updates, 4 games, 1,800 steps")
+    MetricsLog(tmp_path, after=2).close()  # a resume: the files take today's names, rows kept
+    assert not (tmp_path / OLD_GAMES).exists()
+    assert {name: (tmp_path / name).read_bytes() for name in (UPDATES, GAMES)} == today
+
+
+def _read_bytes(data: bytes) -> list[dict[str, str]]:
+    return list(csv.DictReader(data.decode().splitlines()))
+
+
 def test_rows_are_flushed_as_written_and_appended_on_reopen(tmp_path) -> None:
     log = MetricsLog(tmp_path)
-    log.write(_row(1), _episodes(1))
+    log.write(_row(1), _games(1))
     # Visible before close: a crash after this loses nothing.
     assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1"]
-    assert [r["episode"] for r in _read(tmp_path / EPISODES)] == ["1", "2"]
+    assert [r["game"] for r in _read(tmp_path / GAMES)] == ["1", "2"]
     log.close()
 
     log = MetricsLog(tmp_path)  # a resumed run
-    log.write(_row(2), _episodes(2))
+    log.write(_row(2), _games(2))
     log.close()
     text = (tmp_path / UPDATES).read_text()
-    assert text.count("update,episodes") == 1  # one header
+    assert text.count("update,games") == 1  # one header
     assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2"]
-    assert [r["episode"] for r in _read(tmp_path / EPISODES)] == ["1", "2", "3", "4"]
-    assert _read(tmp_path / EPISODES)[3]["reward"] == "-20.0"
+    assert [r["game"] for r in _read(tmp_path / GAMES)] == ["1", "2", "3", "4"]
+    assert _read(tmp_path / GAMES)[3]["score"] == "-20.0"
 
 
 def test_each_update_says_how_many_games_each_node_played_also_in_an_older_run(tmp_path) -> None:
     update = SimpleNamespace(
-        iteration=1, played=3, seconds=1.0, steps_per_second=900.0, scores=[-21.0] * 3,
+        number=1, played=3, seconds=1.0, steps_per_second=900.0, scores=[-21.0] * 3,
         lengths=[300] * 3, nodes={"10.0.0.2": 1, "10.0.0.1": 2},
     )  # fmt: skip
-    trainer = SimpleNamespace(episodes=3, steps=900, running_reward=-21.0)
+    trainer = SimpleNamespace(games=3, steps=900, running_mean=-21.0)
     (tmp_path / "new").mkdir()
     log = MetricsLog(tmp_path / "new")
     log.record(update, trainer)
@@ -93,14 +132,14 @@ def test_each_update_says_how_many_games_each_node_played_also_in_an_older_run(t
     # A run from before the column: its rows go on under its own header.
     (tmp_path / "old").mkdir()
     log = MetricsLog(tmp_path / "old")
-    log.write(_row(1), _episodes(1))
+    log.write(_row(1), _games(1))
     log.close()
     header = (tmp_path / "old" / UPDATES).read_text().splitlines()[0]
     (tmp_path / "old" / UPDATES).write_text(
         (tmp_path / "old" / UPDATES).read_text().replace(",games_by_node", "")
     )
     log = MetricsLog(tmp_path / "old", after=1)
-    update.iteration = 2
+    update.number = 2
     log.record(update, trainer)
     log.close()
     rows = read_rows(tmp_path / "old" / UPDATES)
@@ -114,33 +153,33 @@ def test_resuming_drops_rows_of_updates_after_the_checkpoint(tmp_path) -> None:
     # again on resume: its first row must go, so each update keeps one row.
     log = MetricsLog(tmp_path)
     for update in (1, 2, 3):
-        log.write(_row(update), _episodes(update))
+        log.write(_row(update), _games(update))
     log.close()
 
     log = MetricsLog(tmp_path, after=2)
     assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2"]
-    assert [r["episode"] for r in _read(tmp_path / EPISODES)] == ["1", "2", "3", "4"]
-    log.write(_row(3), _episodes(3))
+    assert [r["game"] for r in _read(tmp_path / GAMES)] == ["1", "2", "3", "4"]
+    log.write(_row(3), _games(3))
     log.close()
     assert [r["update"] for r in _read(tmp_path / UPDATES)] == ["1", "2", "3"]
-    assert [r["update"] for r in _read(tmp_path / EPISODES)] == ["1", "1", "2", "2", "3", "3"]
-    assert (tmp_path / UPDATES).read_text().count("update,episodes") == 1
+    assert [r["update"] for r in _read(tmp_path / GAMES)] == ["1", "1", "2", "2", "3", "3"]
+    assert (tmp_path / UPDATES).read_text().count("update,games") == 1
 
 
 def test_summary_counts_time_and_milestones_from_the_rows(tmp_path, capsys) -> None:
     log = MetricsLog(tmp_path)
     for update, running, seconds in ((1, -20.5, 1800.0), (2, -12.0, 3600.0), (3, -4.0, 1800.0)):
-        row = _row(update) | {"running_reward": running, "seconds": seconds}
-        log.write(row, _episodes(update))
+        row = _row(update) | {"running_mean": running, "seconds": seconds}
+        log.write(row, _games(update))
     log.close()
     assert main([str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "3 updates, 6 episodes, 2,700 env steps, 2.00 h of training (0 steps/s)",
-        "running mean -4.00 at the end, best -4.00 (update 3, episode 6)",
-        "running mean above -20 from update 2, episode 4, after 1.50 h",
-        "running mean above -15 from update 2, episode 4, after 1.50 h",
-        "running mean above -10 from update 3, episode 6, after 2.00 h",
-        "running mean above -5 from update 3, episode 6, after 2.00 h",
+        "3 updates, 6 games, 2,700 steps, 2.00 h of training (0 steps/s)",
+        "running mean -4.00 at the end, best -4.00 (update 3, game 6)",
+        "running mean above -20 from update 2, game 4, after 1.50 h",
+        "running mean above -15 from update 2, game 4, after 1.50 h",
+        "running mean above -10 from update 3, game 6, after 2.00 h",
+        "running mean above -5 from update 3, game 6, after 2.00 h",
     ]
 
 
@@ -155,7 +194,7 @@ def test_summary_of_a_directory_without_metrics_is_one_line(tmp_path, capsys) ->
 def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> None:
     log = MetricsLog(tmp_path)
     for update in (1, 2):
-        log.write(_row(update), _episodes(update))
+        log.write(_row(update), _games(update))
     log.close()
     with open(tmp_path / UPDATES, "a") as f:
         f.write("3,3,3")  # a kill while this row was being written
@@ -167,8 +206,8 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
         MetricsLog(tmp_path, after=2)
     updates = (tmp_path / UPDATES).read_text().replace("garbage line\n", "")
     (tmp_path / UPDATES).write_text(updates)
-    (tmp_path / EPISODES).write_bytes(b"episode,update,reward,steps\n\xff\xfe\n")
-    with pytest.raises(UsageError, match="episodes.csv: not a metrics file"):
+    (tmp_path / GAMES).write_bytes(b"game,update,score,steps\n\xff\xfe\n")
+    with pytest.raises(UsageError, match="games.csv: not a metrics file"):
         MetricsLog(tmp_path, after=2)
 
 
@@ -181,7 +220,7 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
         (lambda text: text + "3.5,6,2700,1,1,1,1,1,1\n", "line 4: not a metrics row"),
         (lambda text: text.replace("seconds", "secs"), "line 1: not the header of updates.csv"),
         (
-            lambda text: text.replace("reward_max", "reward_max,reward_max", 1),
+            lambda text: text.replace("score_max", "score_max,score_max", 1),
             "line 1: not the header of updates.csv",
         ),
         (lambda text: text + "3,6,2700,inf,1,1,1,1,1\n", "line 4: not a metrics row"),
@@ -191,7 +230,7 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
         ),
         (
             lambda text: text + "3,6,2700,1,1,1e308,1,1,1\n",
-            "line 4: not a metrics row (running_reward '1e308': no run writes it)",
+            "line 4: not a metrics row (running_mean '1e308': no run writes it)",
         ),
         (
             lambda text: text + "3,6," + "9" * 5000 + "\n",
@@ -212,7 +251,7 @@ def test_a_damaged_metrics_file_is_one_line_naming_the_line(
 ) -> None:
     log = MetricsLog(tmp_path)
     for update in (1, 2):
-        log.write(_row(update), _episodes(update))
+        log.write(_row(update), _games(update))
     log.close()
     path = tmp_path / UPDATES
     path.write_text(damage(path.read_text()))
@@ -227,7 +266,7 @@ def test_a_run_whose_name_is_not_utf8_is_summarized_or_named_printably(tmp_path)
     run = odd_run(tmp_path)
     proc = run_module("pong", "metrics", run)
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert proc.stdout.startswith("3 updates, 6 episodes, 2,700 env steps")
+    assert proc.stdout.startswith("3 updates, 6 games, 2,700 steps")
     (run / UPDATES).unlink()
     proc = run_module("pong", "metrics", run)
     assert proc.returncode == 2

@@ -128,7 +128,7 @@ def test_driver_trains_on_both_nodes_with_redis_address(cluster, tmp_path) -> No
             f"--redis-address={address}",
             "--env=PongToy/Catch-v0",
             "--batch-size=4",
-            "--iterations=2",
+            "--updates=2",
             "--seed=0",
             f"--run-dir={tmp_path / 'run'}",
         ],
@@ -157,7 +157,7 @@ def test_a_client_whose_token_is_missing_or_wrong_is_told_what_to_check(
     given = {**env, **tries, "RAY_AUTH_TOKEN_PATH": str(wrong)}  # RAY_AUTH_MODE=token, wrong
     nowhere = {**base, **tries, "HOME": str(tmp_path)}  # no ~/.ray/auth_token, no RAY_AUTH_*
     proc = run_driver(
-        [f"--address={address}", "--iterations=1", f"--run-dir={tmp_path / 'run'}"],
+        [f"--address={address}", "--updates=1", f"--run-dir={tmp_path / 'run'}"],
         nowhere if token == "none" else given,
         timeout=120,
     )
@@ -180,7 +180,7 @@ def test_auto_joins_the_recorded_cluster_and_no_address_starts_a_ray_of_its_own(
     here = {**env, "RAY_TMPDIR": str(temp_dir.parent)}  # where `ray start` recorded it
     recorded = (temp_dir / "ray_current_cluster").read_text().strip()  # this machine's IP
     assert recorded.endswith(address.rpartition(":")[1:])
-    toy = ["--iterations=1", "--env=PongToy/Catch-v0"]
+    toy = ["--updates=1", "--env=PongToy/Catch-v0"]
     joined = run_driver(["--address=auto", *toy, f"--run-dir={tmp_path / 'a'}"], here)
     assert joined.returncode == 0, joined.stderr
     assert joined.stdout.startswith(f"Running on the Ray cluster at {recorded} (2 nodes, 2 CPUs)")
@@ -251,8 +251,8 @@ def test_a_ray_job_trains_and_ray_job_stop_keeps_its_last_update_outside_the_job
     assert again[2] == (f"{pip[0].replace('=', ' ')} " if pip else ""), done
     assert done.endswith(f"python driver.py --resume {run})")
     saved = load(run)  # saved on the way out, within Ray's 3 s before SIGKILL
-    assert saved.iteration >= 1
-    assert len((run / "updates.csv").read_text().splitlines()) == saved.iteration + 1
+    assert saved.updates >= 1
+    assert len((run / "updates.csv").read_text().splitlines()) == saved.updates + 1
 
 
 @pytest.mark.skipif(
@@ -269,7 +269,7 @@ def test_a_lost_node_s_games_are_played_elsewhere_and_training_goes_on(cluster, 
         if b"raylet" in cmd.split(b"\0")[0] and str(node_dir).encode() in cmd  # the second node
     ]
     out = tmp_path / "out.txt"
-    args = ["--batch-size=4", "--iterations=3", f"--run-dir={tmp_path / 'run'}"]
+    args = ["--batch-size=4", "--updates=3", f"--run-dir={tmp_path / 'run'}"]
     proc = start_driver([f"--redis-address={address}", *args], out, env=env)
     try:
         wait_for(lambda: "Batch 1 " in out.read_text(), proc)

@@ -43,8 +43,8 @@ from tests.run.test_checkpoint import make_checkpoint
         (["--batch-size=-3"], "argument --batch-size: expected a positive integer, got '-3'"),
         (["--batch-size=2.5"], "argument --batch-size: expected a positive integer, got '2.5'"),
         (["--batch-size=ten"], "argument --batch-size: expected a positive integer"),
-        (["--iterations=0"], "argument --iterations: expected a positive integer, got '0'"),
-        (["--iterations=x"], "argument --iterations: expected a positive integer"),
+        (["--updates=0"], "argument --updates/--iterations: expected a positive integer, got '0'"),
+        (["--updates=x"], "argument --updates/--iterations: expected a positive integer"),
         (["--seed=-1"], "argument --seed: expected an integer from 0 to 2**128 - 1"),
         (["--seed=" + "9" * 41], "argument --seed: expected an integer from 0 to 2**128 - 1"),
         (["--num-cpus=0"], "argument --num-cpus: expected a positive integer"),
@@ -59,7 +59,7 @@ from tests.run.test_checkpoint import make_checkpoint
         (["--until-mean=nan"], "argument --until-mean: expected a number, got 'nan'"),
         (["--until-mean=-inf"], "argument --until-mean: expected a number, got '-inf'"),
         (["--until-mean=21"], "a game scores at most 21, so no running mean is above 21"),
-        (["--evaluate=x", "--iterations=3"], "argument --iterations: not with --evaluate"),
+        (["--evaluate=x", "--updates=3"], "argument --updates: not with --evaluate"),
         (["--evaluate=x", "--until-mean=0"], "argument --until-mean: not with --evaluate"),
         (["--evaluate=x", "--batch-size=3"], "argument --batch-size: not with --evaluate"),
         (["--evaluate=x", "--resume=y"], "argument --resume: not with --evaluate"),
@@ -145,7 +145,7 @@ def _csv(path) -> list[dict[str, str]]:
 def test_one_update_then_resume_one_more(tmp_path, shared_ray) -> None:
     address, env = shared_ray
     run = tmp_path / "run"
-    first = ["--batch-size=2", "--iterations=1", "--seed=0", "--num-cpus=2"]
+    first = ["--batch-size=2", "--updates=1", "--seed=0", "--num-cpus=2"]
     proc = run_driver([*first, f"--run-dir={run}", "--checkpoint-every=1"], _local_env())
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -160,45 +160,45 @@ def test_one_update_then_resume_one_more(tmp_path, shared_ray) -> None:
     assert lines[-1].startswith("Done: 1 update (1 in this run), 2 episodes")
     assert "Traceback" not in proc.stderr
     saved = load(run)
-    assert (saved.iteration, saved.episodes, saved.config.batch_size) == (1, 2, 2)
+    assert (saved.updates, saved.games, saved.config.batch_size) == (1, 2, 2)
 
     # A run killed after an update it never checkpointed leaves that update's rows behind.
     with open(run / "updates.csv", "a") as f:
         f.write("2,4,999,1.0,999.0,-20.0,-21.0,-21.0,-21.0\n")
-    with open(run / "episodes.csv", "a") as f:
+    with open(run / "games.csv", "a") as f:
         f.write("3,2,-21.0,999\n4,2,-21.0,999\n")
 
-    proc = run_driver(["--resume", str(run), "--iterations=1", f"--address={address}"], env)
+    proc = run_driver(["--resume", str(run), "--updates=1", f"--address={address}"], env)
     assert proc.returncode == 0, proc.stderr
     assert "resuming after update 1" in proc.stdout
     [batch2] = [BATCH_LINE.match(line) for line in proc.stdout.splitlines() if line[:5] == "Batch"]
     assert batch2 and batch2[1] == "2"
 
-    updates, episodes = _csv(run / "updates.csv"), _csv(run / "episodes.csv")
+    updates, episodes = _csv(run / "updates.csv"), _csv(run / "games.csv")
     assert [row["update"] for row in updates] == ["1", "2"]
     assert [row["episode"] for row in episodes] == [str(i) for i in range(1, 5)]
     # The running mean went on from the saved one, episode by episode in game order.
-    running = saved.running_reward
+    running = saved.running_mean
     for row in episodes[2:]:
         running = running * 0.99 + float(row["reward"]) * 0.01
-    assert float(updates[1]["running_reward"]) == pytest.approx(running, abs=1e-12)
+    assert float(updates[1]["running_mean"]) == pytest.approx(running, abs=1e-12)
     resumed = load(run)
-    assert (resumed.iteration, resumed.episodes) == (2, 4)
+    assert (resumed.updates, resumed.games) == (2, 4)
     assert resumed.steps == saved.steps + int(batch2[3])
     assert not np.array_equal(resumed.weights["W2"], saved.weights["W2"])  # it trained on
     # TensorBoard's curves: the CSV's, each update once (two event files, one per driver).
     board = EventAccumulator(str(run))
     board.Reload()
-    running_curve = [(e.step, e.value) for e in board.Scalars("charts/running_reward")]
+    running_curve = [(e.step, e.value) for e in board.Scalars("charts/running_mean")]
     assert running_curve == [
-        (int(row["steps"]), pytest.approx(float(row["running_reward"]))) for row in updates
+        (int(row["steps"]), pytest.approx(float(row["running_mean"]))) for row in updates
     ]
     assert len(board.Scalars("charts/episodic_return")) == 4
 
     # The same seed on one worker, never stopped: the same bytes, the same rows but for the times.
     alone = tmp_path / "alone"
     proc = run_driver(
-        [*first[:1], "--iterations=2", "--seed=0", "--workers=1", f"--run-dir={alone}"]
+        [*first[:1], "--updates=2", "--seed=0", "--workers=1", f"--run-dir={alone}"]
         + [f"--address={address}"],
         env,
     )
@@ -211,7 +211,7 @@ def test_one_update_then_resume_one_more(tmp_path, shared_ray) -> None:
         {k: v for k, v in row.items() if k not in ("seconds", "steps_per_s")}
         for row in _csv(alone / "updates.csv")
     ]
-    assert (alone / "episodes.csv").read_bytes() == (run / "episodes.csv").read_bytes()
+    assert (alone / "games.csv").read_bytes() == (run / "games.csv").read_bytes()
 
 
 @pytest.mark.ray
@@ -221,19 +221,19 @@ def test_until_mean_stops_at_the_first_update_above_it_and_a_resume_past_it_is_r
     address, env = shared_ray
     run = tmp_path / "run"
     toy = ["--env=PongToy/Catch-v0", "--batch-size=4", "--learning-rate=1e-2", "--seed=10"]
-    argv = [*toy, f"--address={address}", "--iterations=2", "--until-mean=-2.5", f"--run-dir={run}"]
+    argv = [*toy, f"--address={address}", "--updates=2", "--until-mean=-2.5", f"--run-dir={run}"]
     proc = run_driver(argv, env)  # stopped before the mark: the hint keeps it
     assert proc.returncode == 0, proc.stderr
     first_line, *_, done = proc.stdout.splitlines()
     assert first_line.endswith(", 2 updates or until the running mean is above -2.5")
     assert done.endswith(f" --resume {run} --until-mean=-2.5)")
     again = shlex.split(done.rpartition("continue with: ")[2][:-1])  # with the --address
-    proc = run_driver([*again[2:], "--iterations=300"], env)
+    proc = run_driver([*again[2:], "--updates=300"], env)
     assert proc.returncode == 0, proc.stderr
-    running = [float(row["running_reward"]) for row in _csv(run / "updates.csv")]
+    running = [float(row["running_mean"]) for row in _csv(run / "updates.csv")]
     assert len(running) > 3, running  # it had to learn first: the toy starts near -3.4
     assert running[-1] > -2.5 and all(x <= -2.5 for x in running[:-1])
-    assert load(run).iteration == len(running)  # saved where it stopped
+    assert load(run).updates == len(running)  # saved where it stopped
     assert proc.stdout.splitlines()[-1] == (
         f"Done: {len(running)} updates ({len(running) - 2} in this run), {4 * len(running)}"
         f" episodes, best running mean {running[-1]:.2f}; the running mean is above -2.5;"
@@ -338,7 +338,7 @@ def test_a_signal_stops_the_run_cleanly_and_saves_it(
     done = max(int(m[1]) for m in printed if m)
     assert lines[-1].startswith("Done: ") and f" --resume {run})" in lines[-1], lines[-3:]
     saved = load(run)  # saved on the way out, though 1000 updates were not reached
-    assert saved.iteration == done and saved.episodes == done
+    assert saved.updates == done and saved.games == done
     assert len(_csv(run / "updates.csv")) == done
 
 
@@ -372,9 +372,7 @@ def farewell_of(directory: Path) -> str:
 
     path = directory / "checkpoint.safetensors"
     run = SimpleNamespace(directory=directory, checkpoint_path=path, kept=True)
-    trainer = SimpleNamespace(
-        iteration=3, best_running_reward=-20.5, episodes=6, running_reward=-20.5
-    )
+    trainer = SimpleNamespace(updates=3, best_running_mean=-20.5, games=6, running_mean=-20.5)
     return report.farewell(run, trainer, first=0, script=driver.__file__)
 
 
@@ -388,9 +386,9 @@ def test_the_first_lines_name_any_run_directory_on_one_printable_line(name, caps
     run = SimpleNamespace(
         config=Config(), directory=directory, checkpoint_every=10, checkpoint_seconds=60.0,
         saved=None, start_from=(directory / "policy.safetensors", SimpleNamespace(
-            running_reward=None, iteration=1)),
+            running_mean=None, updates=1)),
     )  # fmt: skip
-    report.announce(run, SimpleNamespace(iterations=1, until_mean=None), "a local Ray")
+    report.announce(run, SimpleNamespace(updates=1, until_mean=None), "a local Ray")
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and all(line.isprintable() for line in lines), lines
     assert lines[2].startswith(f"Run directory: {report.printable(directory)} (")
@@ -427,7 +425,7 @@ def test_a_run_in_a_directory_with_an_awkward_name_goes_on_with_the_printed_comm
 ) -> None:
     address, env = shared_ray
     name = "-a b$c'd\"\ne"
-    toy = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--address={address}", "--iterations=1"]
+    toy = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--address={address}", "--updates=1"]
     first = subprocess.run(
         [sys.executable, str(ROOT / "driver.py"), *toy, "--seed=0", f"--run-dir={name}"],
         cwd=tmp_path,
@@ -439,7 +437,7 @@ def test_a_run_in_a_directory_with_an_awkward_name_goes_on_with_the_printed_comm
     assert first.returncode == 0, first.stderr
     command = resume_command(first.stdout.splitlines()[-1])
     again = subprocess.run(
-        ["bash", "-c", f"{command} --iterations=1"],  # the command names the cluster
+        ["bash", "-c", f"{command} --updates=1"],  # the command names the cluster
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -448,7 +446,7 @@ def test_a_run_in_a_directory_with_an_awkward_name_goes_on_with_the_printed_comm
     )
     assert again.returncode == 0, again.stderr
     assert "resuming after update 1" in again.stdout
-    assert load(tmp_path / name).iteration == 2
+    assert load(tmp_path / name).updates == 2
 
 
 @pytest.mark.parametrize(
@@ -477,7 +475,7 @@ def test_a_batch_far_larger_than_the_cpus_plays_on_one_worker_per_cpu_without_wa
     tmp_path, shared_ray
 ) -> None:
     address, env = shared_ray  # 3 CPUs
-    args = ["--env=PongToy/Catch-v0", "--batch-size=200", f"--address={address}", "--iterations=1"]
+    args = ["--env=PongToy/Catch-v0", "--batch-size=200", f"--address={address}", "--updates=1"]
     proc = run_driver([*args, f"--run-dir={tmp_path / 'run'}"], env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[2].startswith("Started 3 of 3 RolloutWorker actors (one CPU")
@@ -556,7 +554,7 @@ def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path, shared_ray) -
     assert proc.wait(timeout=120) == 141, err  # 128 + SIGPIPE, as a shell reports it
     assert "Traceback" not in err and "Exception ignored" not in err, err
     saved = load(run)
-    assert saved.iteration >= 1 and len(_csv(run / "updates.csv")) == saved.iteration
+    assert saved.updates >= 1 and len(_csv(run / "updates.csv")) == saved.updates
 
 
 @pytest.mark.ray
@@ -598,7 +596,7 @@ def test_a_policy_given_to_resume_leads_to_a_command_that_trains_it_on(
     assert hint.endswith(f"driver.py --start-from {shlex.quote(str(policy))}")
     run = tmp_path / "run"
     address, env = shared_ray
-    more = f" --iterations=1 --seed=1 --run-dir={run} --address={address} --checkpoint-every=1"
+    more = f" --updates=1 --seed=1 --run-dir={run} --address={address} --checkpoint-every=1"
     proc = subprocess.run(
         ["bash", "-c", hint + more], cwd=ROOT, env=env, capture_output=True, text=True
     )
@@ -610,7 +608,7 @@ def test_a_policy_given_to_resume_leads_to_a_command_that_trains_it_on(
     )
     assert f"env {TOY.env}" in proc.stdout  # the policy's env; its batch size is not a setting
     saved = load(run)
-    assert (saved.iteration, saved.episodes, saved.config.seed) == (1, 10, 1)
+    assert (saved.updates, saved.games, saved.config.seed) == (1, 10, 1)
     # One RMSProp step from the policy's float32 weights and a zero cache: the cache is the
     # step's 0.01 * g**2, and the weights moved by 1e-4 * g / (sqrt(cache) + 1e-5).
     start = load(policy, policy=True).weights

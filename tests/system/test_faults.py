@@ -42,7 +42,7 @@ def test_a_killed_worker_is_restarted_and_every_batch_is_full(tmp_path) -> None:
     """Six updates: the four after the kill (each one worker's two games, about 2 s) leave
     Ray time to restart the worker, which then plays again."""
     out = tmp_path / "out.txt"
-    proc = start_driver(["--batch-size=2", "--iterations=6", f"--run-dir={tmp_path}/run"], out)
+    proc = start_driver(["--batch-size=2", "--updates=6", f"--run-dir={tmp_path}/run"], out)
     try:
         wait_for(lambda: "Batch 1 " in out.read_text(), proc)
         wait_for(lambda: len(worker_pids(proc)) == 2, proc)
@@ -162,7 +162,7 @@ def test_when_its_own_ray_dies_the_run_keeps_every_update_it_printed(process, tm
     assert proc.returncode != 0 and took < 30, (proc.returncode, took, err)
     assert "Traceback" not in err
     printed = [int(m[1]) for m in map(BATCH_LINE.match, out.read_text().splitlines()) if m]
-    assert load(run).iteration in (printed[-1], printed[-1] + 1)  # saved before it is printed
+    assert load(run).updates in (printed[-1], printed[-1] + 1)  # saved before it is printed
     assert left == [], "processes of the driver's Ray outlived it"
 
 
@@ -187,5 +187,5 @@ def test_a_driver_killed_outright_loses_at_most_the_updates_since_its_last_save(
             if start and started(pid) == start:
                 os.kill(pid, signal.SIGKILL)
     assert len(ours) >= 4  # the GCS, the raylet, its agents and workers
-    assert printed[-1] - 3 < load(run).iteration <= printed[-1] + 1
+    assert printed[-1] - 3 < load(run).updates <= printed[-1] + 1
     assert left == [], "processes of the killed driver's Ray outlived it"

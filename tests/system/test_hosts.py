@@ -39,7 +39,7 @@ PORT = 6379  # the head's GCS; each namespace has ports of its own
 # The toy; each run here has these flags (--seed=3 after start_driver's --seed=0, so it wins),
 # and its checkpoint is compared with that of a run on one machine. 60 updates are enough to
 # go on after a cut.
-TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", "--seed=3", "--iterations=60"]
+TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", "--seed=3", "--updates=60"]
 
 
 @pytest.fixture(scope="module")

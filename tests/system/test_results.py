@@ -29,12 +29,12 @@ def _rows(path) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("run", RUNS + STUDY, ids=[run.name for run in RUNS + STUDY])
 def test_each_runs_updates_agree_with_its_games(run) -> None:
-    updates, episodes = _rows(run / "updates.csv"), _rows(run / "episodes.csv")
+    updates, games = _rows(run / "updates.csv"), _rows(run / "games.csv")
     assert [int(row["update"]) for row in updates] == list(range(1, len(updates) + 1))
-    assert [int(row["episode"]) for row in episodes] == list(range(1, len(episodes) + 1))
+    assert [int(row["game"]) for row in games] == list(range(1, len(games) + 1))
     running, steps, scores, after = None, 0, {}, {}
-    for row in episodes:  # in the order they arrived, as the trainer counted them
-        score, update = float(row["reward"]), int(row["update"])
+    for row in games:  # in the order they arrived, as the trainer counted them
+        score, update = float(row["score"]), int(row["update"])
         running = score if running is None else 0.99 * running + 0.01 * score
         steps += int(row["steps"])
         scores.setdefault(update, []).append(score)
@@ -43,10 +43,10 @@ def test_each_runs_updates_agree_with_its_games(run) -> None:
         update = int(row["update"])
         batch = scores[update]
         assert len(batch) == 10  # batch 10: the default
-        assert int(row["episodes"]) == 10 * update and int(row["steps"]) == after[update][1]
-        assert float(row["running_reward"]) == pytest.approx(after[update][0], abs=1e-9)
-        assert float(row["reward_mean"]) == pytest.approx(sum(batch) / 10)
-        assert (float(row["reward_min"]), float(row["reward_max"])) == (min(batch), max(batch))
+        assert int(row["games"]) == 10 * update and int(row["steps"]) == after[update][1]
+        assert float(row["running_mean"]) == pytest.approx(after[update][0], abs=1e-9)
+        assert float(row["score_mean"]) == pytest.approx(sum(batch) / 10)
+        assert (float(row["score_min"]), float(row["score_max"])) == (min(batch), max(batch))
 
 
 def _quoted_commands(module: str) -> list[list[str]]:
@@ -71,7 +71,7 @@ def test_results_md_quotes_the_study_s_running_means_after_each_500_games() -> N
     for rate, tag in (("1e-3", "0.001"), ("3e-4", "0.0003")):
         updates = [_rows(run / "updates.csv") for run in STUDY if f"-lr{tag}-" in run.name]
         cells = [
-            ", ".join(f"{float(rows[n - 1]['running_reward']):+.2f}" for rows in updates)
+            ", ".join(f"{float(rows[n - 1]['running_mean']):+.2f}" for rows in updates)
             for n in (50, 100, 150, 200)
         ]
         assert f"| {rate} | seeds 1, 2 | {' | '.join(cells)} |" in RESULTS_MD
@@ -87,10 +87,10 @@ def test_the_shipped_policy_and_metrics_are_from_the_same_run() -> None:
     assert (RUN / "policy.safetensors").stat().st_size < 10e6
     assert policy.config == Config(seed=policy.config.seed)  # every setting at its default
     updates = _rows(RUN / "updates.csv")
-    assert [int(r["update"]) for r in updates] == list(range(1, policy.iteration + 1))
-    assert int(updates[-1]["episodes"]) == policy.episodes
-    assert float(updates[-1]["running_reward"]) == pytest.approx(policy.running_reward)
-    assert len(_rows(RUN / "episodes.csv")) == policy.episodes
+    assert [int(r["update"]) for r in updates] == list(range(1, policy.updates + 1))
+    assert int(updates[-1]["games"]) == policy.games
+    assert float(updates[-1]["running_mean"]) == pytest.approx(policy.running_mean)
+    assert len(_rows(RUN / "games.csv")) == policy.games
 
 
 GAME = re.compile(r"Game (\d+) \(seed (\d+)\): (won|lost) (\d+)-(\d+) in \d+ steps")

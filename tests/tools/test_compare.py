@@ -16,8 +16,8 @@ def _run(directory, running_means: list[float], seconds: float, steps: int = 100
     directory.mkdir()
     log = MetricsLog(directory)
     for i, running in enumerate(running_means, start=1):
-        row = {"update": i, "episodes": 10 * i, "steps": steps * i, "seconds": seconds}
-        log.write(_row(i) | row | {"running_reward": running}, [])
+        row = {"update": i, "games": 10 * i, "steps": steps * i, "seconds": seconds}
+        log.write(_row(i) | row | {"running_mean": running}, [])
     log.close()
     return directory
 
@@ -27,7 +27,7 @@ def test_each_run_passes_each_mark_at_its_first_update_above_it(tmp_path) -> Non
     run = figures(_run(tmp_path / "a", means, seconds=360.0))  # 0.1 h per update
     expected = {-15: 4, -10: 7, -5: 7, 0: 10}  # "above": -15.0 and 0.0 themselves are not
     for mark, passed in zip(MARKS, run.marks, strict=True):
-        assert (passed.update, passed.episodes) == (expected[mark], 10 * expected[mark])
+        assert (passed.update, passed.games) == (expected[mark], 10 * expected[mark])
         assert abs(passed.hours - 0.1 * expected[mark]) < 1e-12
     assert (run.updates, run.final, run.steps_per_s) == (10, 0.25, 1000 / 360)
 

@@ -20,11 +20,11 @@ def write_old(path, checkpoint, policy: bool = False) -> None:
     """A file as the earlier version wrote it: NumPy's .npz, JSON metadata in ``meta``."""
     meta = {
         "format": "pong-policy/1" if policy else "pong-checkpoint/1",
-        "iteration": checkpoint.iteration,
-        "episodes": checkpoint.episodes,
+        "iteration": checkpoint.updates,
+        "episodes": checkpoint.games,
         "steps": checkpoint.steps,
-        "running_reward": checkpoint.running_reward,
-        "best_running_reward": checkpoint.best_running_reward,
+        "running_reward": checkpoint.running_mean,
+        "best_running_reward": checkpoint.best_running_mean,
         "seed": checkpoint.config.seed,
         "settings": {k: v for k, v in dataclasses.asdict(checkpoint.config).items() if k != "seed"},
     }
@@ -50,8 +50,8 @@ def test_an_old_run_directory_is_carried_over_and_resumes_with_the_same_numbers(
     for k in ("W1", "W2"):
         assert loaded.weights[k].tobytes() == original.weights[k].tobytes()
         assert loaded.rmsprop_cache[k].tobytes() == original.rmsprop_cache[k].tobytes()
-    assert (loaded.iteration, loaded.episodes, loaded.steps) == (7, 70, 71234)
-    assert (loaded.running_reward, loaded.config) == (original.running_reward, original.config)
+    assert (loaded.updates, loaded.games, loaded.steps) == (7, 70, 71234)
+    assert (loaded.running_mean, loaded.config) == (original.running_mean, original.config)
 
 
 def test_an_old_policy_is_carried_over_as_the_same_float32_numbers(tmp_path) -> None:

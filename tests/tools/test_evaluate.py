@@ -76,7 +76,7 @@ def test_the_summary_line_is_the_games_mean_and_spread(tmp_path, capsys) -> None
         model.weights, zeros_like_weights(model.weights), 1, 1, 1, -1.0, -1.0, TOY
     )
     save(tmp_path / FILENAME, checkpoint)
-    assert driver.main(["--evaluate", str(tmp_path), "--episodes=12", "--seed=0"]) == 0
+    assert driver.main(["--evaluate", str(tmp_path), "--games=12", "--seed=0"]) == 0
     out = capsys.readouterr().out.splitlines()
     games = [
         re.fullmatch(r"Game (\d+) \(seed (\d+)\): (won|lost) (\d+)-(\d+) in \d+ steps", line)
@@ -134,7 +134,7 @@ def test_a_policy_file_plays_the_same_games_as_its_checkpoint(tmp_path, capsys) 
     save_policy(tmp_path / "policy.safetensors", checkpoint)
     scores = []
     for path in (tmp_path / FILENAME, tmp_path / "policy.safetensors"):
-        assert driver.main(["--evaluate", str(path), "--seed=5", "--episodes=2"]) == 0
+        assert driver.main(["--evaluate", str(path), "--seed=5", "--games=2"]) == 0
         out = capsys.readouterr().out.splitlines()
         assert "(update 9), seed 5" in out[0]
         scores.append(out[1:])
@@ -169,7 +169,7 @@ def test_a_full_disk_while_recording_is_one_line_and_keeps_the_old_gif(
             raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(GifWriter, "add", full)
-    assert driver.main(["--evaluate", str(tmp_path), "--episodes=3", "--record", str(gif)]) == 1
+    assert driver.main(["--evaluate", str(tmp_path), "--games=3", "--record", str(gif)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"could not write {gif}: No space left on device" in err
     assert gif.read_bytes() == b"an older recording"

@@ -10,13 +10,13 @@ from pong.run.errors import printable
 from pong.run.metrics import MetricsLog
 from pong.tools import plot
 from tests.run.test_checkpoint import make_checkpoint
-from tests.run.test_metrics import _episodes, _row, odd_run, run_module
+from tests.run.test_metrics import _games, _row, odd_run, run_module
 
 
 def test_plot_writes_a_png_of_the_run(tmp_path) -> None:
     log = MetricsLog(tmp_path)
     for update in range(1, 6):
-        log.write(_row(update), _episodes(update))
+        log.write(_row(update), _games(update))
     log.close()
     out = plot.plot_run(tmp_path)
     assert out == tmp_path / "learning_curve.png"
@@ -37,22 +37,22 @@ def test_plot_of_a_directory_without_metrics_is_one_line(tmp_path, make, capsys)
 
 def test_an_output_where_no_png_can_go_is_one_line(tmp_path, capsys) -> None:
     log = MetricsLog(tmp_path)
-    log.write(_row(1), _episodes(1))
+    log.write(_row(1), _games(1))
     log.close()
     assert plot.main([str(tmp_path), "--output", str(tmp_path / "nodir" / "x.png")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "No such file or directory" in err
 
 
-def test_several_runs_overlay_their_running_means_by_episode_and_by_hour(tmp_path) -> None:
+def test_several_runs_overlay_their_running_means_by_game_and_by_hour(tmp_path) -> None:
     runs = []
     for name, seconds in (("a", 1800.0), ("b", 900.0)):
         runs.append(tmp_path / name)
         runs[-1].mkdir()
         log = MetricsLog(runs[-1])
         for update in range(1, 5):
-            row = _row(update) | {"seconds": seconds, "running_reward": -21.0 + update}
-            log.write(row, _episodes(update))
+            row = _row(update) | {"seconds": seconds, "running_mean": -21.0 + update}
+            log.write(row, _games(update))
         log.close()
     assert plot.curve(runs[0]) == ([2, 4, 6, 8], [0.5, 1.0, 1.5, 2.0], [-20.0, -19.0, -18.0, -17.0])
     assert plot.curve(runs[1])[1] == [0.25, 0.5, 0.75, 1.0]
@@ -60,8 +60,8 @@ def test_several_runs_overlay_their_running_means_by_episode_and_by_hour(tmp_pat
     assert plot.main([*map(str, runs), "--output", str(out)]) == 0
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
-    assert plot.curve(runs[0], episodes=5) == ([2, 4], [0.5, 1.0], [-20.0, -19.0])
-    assert plot.main([*map(str, runs), "--output", str(out), "--episodes", "4"]) == 0
+    assert plot.curve(runs[0], games=5) == ([2, 4], [0.5, 1.0], [-20.0, -19.0])
+    assert plot.main([*map(str, runs), "--output", str(out), "--games", "4"]) == 0
     assert out.read_bytes() != data  # drawn again, shorter
 
 
@@ -129,7 +129,7 @@ def test_weights_mistakes_are_one_line(argv, message, tmp_path, capsys) -> None:
 def test_a_link_planted_at_a_default_output_in_the_run_is_one_line(tmp_path, name, capsys) -> None:
     (tmp_path / "run").mkdir()
     log = MetricsLog(tmp_path / "run")
-    log.write(_row(1), _episodes(1))
+    log.write(_row(1), _games(1))
     log.close()
     save(tmp_path / "run" / FILENAME, make_checkpoint())
     victim = tmp_path / "precious.png"
@@ -155,7 +155,7 @@ def test_a_run_whose_name_is_not_utf8_is_drawn_and_named_printably(tmp_path) -> 
     other = tmp_path / "other"
     other.mkdir()
     log = MetricsLog(other)
-    log.write(_row(1), _episodes(1))
+    log.write(_row(1), _games(1))
     log.close()
     proc = run_module("pong", "plot", run, other, "--output", tmp_path / "both.png")
     assert (proc.returncode, proc.stderr) == (0, "")

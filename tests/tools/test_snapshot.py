@@ -66,4 +66,4 @@ def test_a_snapshot_that_cannot_be_written_is_a_warning_and_the_run_goes_on(tmp_
     assert "no picture or game of this update was kept" in said and "\n" not in said
     assert record(run, trainer) is not None  # each later one is skipped the same way
     run.close(trainer)
-    assert load(run.directory).iteration == 3  # the run went on and saved its last update
+    assert load(run.directory).updates == 3  # the run went on and saved its last update
