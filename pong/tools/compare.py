@@ -100,8 +100,8 @@ def runs_of(paths: Sequence[Path]) -> list[Path]:
     """The run directories that ``paths`` name: a sweep's directory stands for each trial's
     latest run, and a trial's directory for its own; the sweep's other files, which ``DIR/*``
     names too, are left out."""
-    from pong.tools.storage import Storage
-    from pong.tools.sweep import DEFINITION
+    from pong.run.storage import Storage
+    from pong.run.sweep import DEFINITION
 
     found: list[Path] = []
     for path in paths:

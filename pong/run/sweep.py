@@ -3,7 +3,7 @@
 Each setting of the grid (batch size x learning rate x decay rate x seed) is one Tune trial,
 and each trial is a run: it trains in a directory of its own node, as ``driver.py --run-dir``
 would, and reports every update to Tune with that directory as its checkpoint, which Tune
-copies to the sweep's storage (``pong.tools.storage``): a local directory, or a URI such as
+copies to the sweep's storage (``pong.run.storage``): a local directory, or a URI such as
 ``s3://bucket/prefix`` that every node reaches. ``DIR/sweep.json`` says what the sweep is; a
 resume builds the same Tuner again from it, each trial continuing from its own checkpoint.
 Nothing in ``DIR`` is ever unpickled: Tune's own state files there are written, never read.
@@ -44,7 +44,7 @@ from pong.run.errors import (
 )
 from pong.run.metrics import UPDATES, MetricsFileError, _WholeLines, rows
 from pong.run.stops import STOPS, Stops
-from pong.tools.storage import Storage, StorageError, is_uri
+from pong.run.storage import Storage, StorageError, is_uri
 
 __all__ = ["main", "trial_name"]
 
