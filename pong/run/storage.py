@@ -1,10 +1,7 @@
 """Where a sweep keeps its files: a local directory (one machine, or a filesystem every node
 mounts) or a URI that pyarrow opens (``s3://bucket/prefix``), as Tune's ``storage_path`` takes.
-Every file is read as hostile: bounded, no link followed.
-
-``DIR`` holds ``sweep.json``, ``summary.csv``, Tune's own state (written by Tune, never read)
-and, per trial, ``DIR/<trial>/checkpoint_NNNNNN/``: the trial's run directory as it last
-reported it (``checkpoint.safetensors``, ``updates.csv``, ``episodes.csv``, TensorBoard events).
+Each trial's run, as it last reported it, is in ``DIR/<trial>/checkpoint_NNNNNN/``. Every file
+is read as hostile: bounded, no link followed.
 """
 
 from __future__ import annotations
@@ -32,32 +29,25 @@ def is_uri(where: str | os.PathLike) -> bool:
     return "://" in str(where)
 
 
-def _said(error: OSError) -> str:
-    """What an ``OSError`` says in a line (pyarrow's S3 errors run on past a request ID)."""
-    return error.strerror or first_line(error).split(" (Request ID")[0]
-
-
 class Storage:
     """A sweep's directory, local or remote: read, write and list files below it."""
 
     def __init__(self, where: str | os.PathLike) -> None:
-        self.remote = is_uri(where)
+        self.remote, self.uri = is_uri(where), str(where)
         if not self.remote:
             self.uri = self.where = self.root = str(Path(where).absolute())
             return
         import pyarrow.fs
 
         try:
-            self.fs, root = pyarrow.fs.FileSystem.from_uri(str(where))
+            self.fs, root = pyarrow.fs.FileSystem.from_uri(self.uri)
         except Exception as e:  # pyarrow's own kinds: ArrowInvalid, ArrowNotImplementedError
             raise StorageError(f"{where}: not a storage URI pyarrow opens ({e})") from None
-        self.uri, self.root = str(where), root.rstrip("/")
-        parts = urllib.parse.urlsplit(self.uri)  # its query (?endpoint_override=...) left out
-        self.where = f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
+        parts, self.root = urllib.parse.urlsplit(self.uri), root.rstrip("/")
+        self.where = f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")  # no ?query
 
     def __str__(self) -> str:
-        """The storage as given: a URI whole, with its query; an absolute path."""
-        return self.uri
+        return self.uri  # as given: a URI with its query, or an absolute path
 
     def parent_and_name(self) -> tuple[str, str]:
         """Tune's ``storage_path`` (with the URI's query) and experiment name for it."""
@@ -68,7 +58,7 @@ class Storage:
         return urllib.parse.urlunsplit(parts._replace(path=parent)), name
 
     def name(self, rel: str = "") -> str:
-        """The path or URI of ``rel`` as a message names it (a URI without its query)."""
+        """The path or URI of ``rel`` as a message names it."""
         return f"{self.where}/{rel}" if rel else self.where
 
     def _path(self, rel: str = "") -> str:
@@ -78,47 +68,42 @@ class Storage:
         """The file ``rel``, at most ``max_bytes`` (with ``head``, its first ``max_bytes``);
         ``FileNotFoundError`` if absent, else one-line ``StorageError``s."""
         try:
-            if not self.remote:
+            if self.remote:
+                with self.fs.open_input_stream(self._path(rel)) as f:
+                    data = f.read(max_bytes + 1)
+            else:
                 with open_file(self._path(rel), None if head else max_bytes) as f:
-                    return f.read(max_bytes)
-            info = self.fs.get_file_info(self._path(rel))
-            if info.type.name == "NotFound":
-                raise FileNotFoundError(self.name(rel))
-            if info.type.name != "File" or (not head and info.size > max_bytes):
-                why = "not a file" if info.type.name != "File" else f"more than {max_bytes:,} bytes"
-                raise StorageError(f"{self.name(rel)}: {why}")
-            with self.fs.open_input_stream(self._path(rel)) as f:
-                return f.read(max_bytes)
-        except (FileNotFoundError, StorageError):
+                    data = f.read(max_bytes)
+        except FileNotFoundError:
             raise
-        except OSError as e:  # NotRegularError's strerror says what the file is
+        except OSError as e:  # NotRegularError's says what the file is: a link, a FIFO
             raise StorageError(f"{self.name(rel)}: {_said(e)}") from None
+        if len(data) > max_bytes and not head:
+            raise StorageError(f"{self.name(rel)}: more than {max_bytes:,} bytes")
+        return data[:max_bytes]
 
     def write(self, rel: str, data: bytes) -> None:
         """``rel`` written whole (a link planted there is replaced, never written through)."""
         try:
-            if self.remote:
-                with self.fs.open_output_stream(self._path(rel)) as f:
-                    f.write(data)
-            else:
-                with atomic_write(self._path(rel), "wb") as f:
-                    f.write(data)
+            opened = self.fs.open_output_stream if self.remote else atomic_write
+            with opened(self._path(rel)) as f:
+                f.write(data)
         except OSError as e:
             raise StorageError(f"could not write {self.name(rel)}: {_said(e)}") from None
 
     def listing(self, rel: str = "") -> dict[str, bool]:
-        """What the directory ``rel`` holds, by name: whether each is a directory (a link
-        never is). Empty where ``rel`` is absent, not a directory, or a link (not followed)."""
+        """What the directory ``rel`` holds, by name: whether each is a directory (a link never
+        is). Empty where ``rel`` is absent, not a directory, or a link (not followed)."""
         path = self._path(rel)
         if not self.remote:
             if os.path.islink(path) or not os.path.isdir(path):
                 return {}
             with os.scandir(path) as entries:
                 return {e.name: e.is_dir(follow_symlinks=False) for e in entries}
-        import pyarrow.fs
+        from pyarrow.fs import FileSelector, FileType
 
-        found = self.fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True))
-        return {i.base_name: i.type == pyarrow.fs.FileType.Directory for i in found}
+        found = self.fs.get_file_info(FileSelector(path, allow_not_found=True))
+        return {i.base_name: i.type == FileType.Directory for i in found}
 
     def directories(self, rel: str = "") -> list[str]:
         return sorted(name for name, is_dir in self.listing(rel).items() if is_dir)
@@ -142,11 +127,10 @@ class Storage:
         """The files below ``rel`` copied into the new local directory ``local``: regular files
         and directories only, a link refused (``StorageError``), ``MAX_COPY`` bytes at most."""
         if self.remote:  # an object store has no links
-            import pyarrow.fs
+            from pyarrow.fs import LocalFileSystem, copy_files
 
             local.mkdir(parents=True, exist_ok=True)
-            pyarrow.fs.copy_files(self._path(rel), str(local.absolute()), self.fs,
-                                  pyarrow.fs.LocalFileSystem())  # fmt: skip
+            copy_files(self._path(rel), str(local.absolute()), self.fs, LocalFileSystem())
             return
         copied = 0
         for top, dirs, files in os.walk(self._path(rel)):
@@ -162,17 +146,16 @@ class Storage:
                     shutil.copyfileobj(f, out)
 
     def checkpoints(self, trial: str) -> list[tuple[int, str]]:
-        """(update, ``trial/checkpoint_N``) of the trial's checkpoints whose header is
-        readable, the latest update first. (A resumed trial's first checkpoint restarts Tune's
-        numbering, so the update orders them, not the number.)"""
+        """(update, ``trial/checkpoint_N``) of the trial's checkpoints whose header is readable,
+        the latest update first (a resumed trial's first checkpoint restarts Tune's numbering)."""
         found = []
         for name in self.directories(trial):
             if name.startswith(CHECKPOINT_PREFIX):
-                try:  # the header alone: its update
-                    data = self.read(f"{trial}/{name}/{FILENAME}", 8 + MAX_HEADER_BYTES, head=True)
+                rel = f"{trial}/{name}"
+                try:  # the update, from the header alone
+                    data = self.read(f"{rel}/{FILENAME}", 8 + MAX_HEADER_BYTES, head=True)
                     header = data[8 : 8 + int.from_bytes(data[:8], "little")]
-                    update = _count(_metadata(name, header), "iteration")
-                    found.append((update, f"{trial}/{name}"))
+                    found.append((_count(_metadata(rel, header), "iteration"), rel))
                 except (OSError, CheckpointError, KeyError, ValueError):
                     pass  # none there, or damaged
         return sorted(found, reverse=True)
@@ -181,3 +164,8 @@ class Storage:
         """The trial's ``trial/checkpoint_N`` of the latest update, and that update."""
         found = self.checkpoints(trial)
         return (found[0][1], found[0][0]) if found else None
+
+
+def _said(error: OSError) -> str:
+    """What an ``OSError`` says in a line (pyarrow's S3 errors run on past a request ID)."""
+    return error.strerror or first_line(error).split(" (Request ID")[0]

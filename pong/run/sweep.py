@@ -31,6 +31,7 @@ from typing import Any
 from pong.run import errors
 from pong.run.checkpoint import unique
 from pong.run.config import Config, Options, add_flags
+from pong.run.config import path as nonempty_path
 from pong.run.errors import UsageError, command, first_line, printable
 from pong.run.metrics import UPDATES, MetricsFileError, _WholeLines, rows
 from pong.run.stops import STOPS, Stops
@@ -62,8 +63,7 @@ ENDED = ("done", "failed", "stopped-early")  # how a trial that will not run aga
 
 
 def trial_name(config: Config) -> str:
-    """A trial's directory name: its settings at full precision (``repr``), so distinct
-    settings never share one."""
+    """A trial's directory name: its settings at full precision (``repr``), never shared."""
     lr, decay = config.learning_rate, config.decay_rate
     return f"batch{config.batch_size}-lr{lr!r}-decay{decay!r}-seed{config.seed}"
 
@@ -75,9 +75,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for f in dataclasses.fields(Config):
         meta = {k: v for k, v in f.metadata.items() if k != "flags"} | {"dest": f.name}
         flags = ["--" + f.name.replace("_", "-")] if f.name != "seed" else ["--seeds", "--seed"]
-        meta["help"] = HELP.get(f.name, meta["help"])
-        (grid.add_argument(*flags, nargs="+", **meta) if f.name in SWEPT
-         else single.add_argument(*flags, **meta))  # fmt: skip
+        meta["help"], swept = HELP.get(f.name, meta["help"]), f.name in SWEPT
+        (grid if swept else single).add_argument(
+            *flags, **meta, **({"nargs": "+"} if swept else {})
+        )
     options = argparse.ArgumentParser(add_help=False)
     add_flags(options, Options)
     for action in options._actions:  # the driver's flags that make sense for a trial
@@ -112,9 +113,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def where(text: str) -> str | Path:
     """A sweep directory: a URI as its text (a ``Path`` would fold its ``//``), else a path."""
-    from pong.run.config import path
-
-    return text if is_uri(text) else path(text)
+    return text if is_uri(text) else nonempty_path(text)
 
 
 def grid(args: argparse.Namespace) -> list[Config]:
@@ -308,6 +307,7 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
     try:
         from pong.run.cluster import ClusterError, connect, resolve_address
 
+        _quiet_tune()
         try:  # a trial's own output stays in its log: the sweep prints what each reports
             args.address = resolve_address(args.address)  # RAY_ADDRESS too, as driver.py
             connect(args.address, args.num_cpus, log_to_driver=False)
@@ -316,9 +316,9 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
             return 1
         finally:
             stops.install()  # ours again, whatever Ray's start left in place
-        check_visible(storage)
-        storage.write(DEFINITION, sweep.to_json())  # from here on, it can be resumed
         todo = [c for c in sweep.configs if trial_name(c) not in sweep.ended]
+        check_storage(storage, [trial_name(c) for c in todo])
+        storage.write(DEFINITION, sweep.to_json())  # from here on, it can be resumed
         if args.resume is not None:
             print(f"Resuming the sweep in {printable(str(storage))}: {len(todo)} of"
                   f" {len(sweep.configs)} trials to finish", flush=True)  # fmt: skip
@@ -334,32 +334,42 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
         pass  # a stop before Tune started its trials: the sweep ends as after one
     finally:
         stops.ending = True  # the sweep has ended: a stop now is only counted
-        if "ray" in sys.modules:
-            shut_down(stops)
+        if "ray" in sys.modules:  # Ray puts the default handlers back as it shuts down (a
+            import ray  # SIGTERM then would end the sweep before its summary): held back
+
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+            ray.shutdown()
+            stops.install()  # and counted once ours are in place again
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     return report(storage, sweep, stops, time.monotonic() - started, given)
 
 
-def shut_down(stops: Stops) -> None:
-    """``ray.shutdown()`` with the stop signals held back, since Ray puts the default handlers
-    back as it ends (a SIGTERM then would kill the sweep before its summary)."""
-    import ray
+def _quiet_tune() -> None:
+    """No logs of Tune's own (they would copy the runs' metrics), no tables (a line per update
+    is printed here), no signal handler (a stop is ours)."""
+    import logging
 
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
-    try:
-        ray.shutdown()
-    finally:
-        stops.install()  # ours again; a signal held back is then counted
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
+    # Every update is a checkpoint (so a stop loses none), which Tune warns is often.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    for name in ("tune", "execution.tune_controller", "analysis.experiment_analysis"):
+        logging.getLogger(f"ray.tune.{name}").setLevel(logging.CRITICAL)  # ours say it in a line
 
 
-def check_visible(storage: Storage) -> None:
-    """Refuse a local sweep directory that some node of the cluster cannot see (each node has
-    its own disk): every trial's checkpoint must reach it."""
+def check_storage(storage: Storage, names: list[str]) -> None:
+    """Refuse a local sweep directory that some node of the cluster cannot see (each has its
+    own disk), or trial directories Tune would write through (a link) or fail on (a file);
+    remove links planted under a checkpoint's name."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as On
 
-    alive = [n for n in ray.nodes() if n.get("Alive")]
-    if storage.remote or len(alive) < 2:
+    if storage.remote:
+        return
+    for name in names:
+        check_trial_directory(storage, name)
+    if len(alive := [n for n in ray.nodes() if n.get("Alive")]) < 2:
         return
     marker = Path(storage.root, f".visible-{os.getpid()}-{time.time_ns()}")
     marker.write_text("")
@@ -378,11 +388,8 @@ def check_visible(storage: Storage) -> None:
 
 
 def check_trial_directory(storage: Storage, name: str) -> None:
-    """Refuse a trial's directory that is a link or a file (Tune would write through it or
-    fail on it), and remove links planted under a checkpoint's name in it."""
+    """Refuse a trial directory that is a link or a file; remove links under its checkpoints'."""
     path = Path(storage.root, name)
-    if storage.remote:
-        return
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         what = "a symbolic link" if path.is_symlink() else "not a directory"
         raise UsageError(f"{printable(path)}: {what}; refusing to write through it (move it away)")
@@ -393,10 +400,10 @@ def check_trial_directory(storage: Storage, name: str) -> None:
 
 
 def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[Config]):
-    """A Tune experiment of the trials in ``todo`` into ``storage``, as quiet as the sweep
-    wants it; says so."""
+    """A Tune experiment of the trials in ``todo`` into ``storage``; says so."""
     import ray
     from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
 
     from pong.core.worker import WORKER_MEMORY
     from pong.run.cluster import cluster_summary
@@ -405,49 +412,31 @@ def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[
     smallest = min(c.batch_size for c in todo)
     workers = sweep.settings["workers"] or max(1, min(smallest, cpus // min(len(todo), cpus)))
     at_once = max(1, cpus // workers)
-    trials, workers_, at_once_ = (f"{n} {w}{'s' * (n != 1)}" for n, w in (
-        (len(todo), "trial"), (workers, "RolloutWorker"), (at_once, "trial")))  # fmt: skip
-    print(f"Sweeping {trials} on {cluster_summary(args.address)}: {workers_} each, {at_once_} at"
-          f" once; storage {printable(str(storage))}", flush=True)  # fmt: skip
-    for config in todo:
-        check_trial_directory(storage, trial_name(config))
-    _quiet_tune()
+    print(f"Sweeping {_count(len(todo), 'trial')} on {cluster_summary(args.address)}:"
+          f" {_count(workers, 'RolloutWorker')} each, {_count(at_once, 'trial')} at once;"
+          f" storage {printable(str(storage))}", flush=True)  # fmt: skip
     settings = sweep.settings | {"workers": workers}
     spaces = [settings | {"config": dataclasses.asdict(c)} for c in todo]
     bundles = [{}] + [{"CPU": 1, "memory": WORKER_MEMORY}] * workers  # the trial's, each worker's
+    trainable = tune.with_parameters(trial, where=str(storage))
+    most, asha = settings["iterations"], settings["scheduler"] == "asha"
+    asha = asha and ASHAScheduler(time_attr="update", metric="running_mean", mode="max",
+                                  max_t=most, grace_period=max(1, most // 10))  # fmt: skip
     parent, name = storage.parent_and_name()
+    stopper, lines = _hooks(sweep, storage)
     return tune.Tuner(
-        tune.with_resources(
-            tune.with_parameters(trial, where=str(storage)), tune.PlacementGroupFactory(bundles)
-        ),  # fmt: skip
+        tune.with_resources(trainable, tune.PlacementGroupFactory(bundles)),
         param_space={"settings": tune.grid_search(spaces)},
-        tune_config=tune.TuneConfig(
-            scheduler=_scheduler(settings), trial_name_creator=_name, trial_dirname_creator=_name
-        ),
-        run_config=tune.RunConfig(
-            name=name,
-            storage_path=parent,
-            verbose=0,
-            failure_config=tune.FailureConfig(0),
-            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-            stop=_Interrupted(),
-            callbacks=[_Lines(sweep, storage)],
-        ),  # fmt: skip
-    )
+        tune_config=tune.TuneConfig(scheduler=asha or None, trial_name_creator=_name,
+                                    trial_dirname_creator=_name),  # None: every trial to its end
+        run_config=tune.RunConfig(name=name, storage_path=parent, verbose=0, stop=stopper,
+                                  callbacks=[lines], failure_config=tune.FailureConfig(0),
+                                  checkpoint_config=tune.CheckpointConfig(num_to_keep=1)),
+    )  # fmt: skip
 
 
-def _quiet_tune() -> None:
-    """No logs of Tune's own (they would copy the runs' metrics), no tables (a line per update
-    is printed here), no signal handler (a stop is ours)."""
-    import logging
-
-    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
-    # Every update is a checkpoint (so a stop loses none), which Tune warns is often.
-    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-    for name in ("tune", "execution.tune_controller", "analysis.experiment_analysis"):
-        logging.getLogger(f"ray.tune.{name}").setLevel(logging.CRITICAL)  # ours say it in a line
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'s' * (n != 1)}"
 
 
 def trial(space: dict[str, Any], where: str) -> None:
@@ -523,20 +512,11 @@ def _name(t) -> str:
     return trial_name(Config.from_dict(t.config["settings"]["config"]))
 
 
-def _scheduler(settings: dict[str, Any]):
-    """Tune's ASHA on the running mean, or none (every trial to its end)."""
-    if settings["scheduler"] != "asha":
-        return None
-    from ray.tune.schedulers import ASHAScheduler
-
-    most = settings["iterations"]
-    return ASHAScheduler(time_attr="update", metric="running_mean", mode="max", max_t=most,
-                         grace_period=max(1, most // 10))  # fmt: skip
-
-
-def _Interrupted():  # a tune.Stopper, made once Tune is imported
-    """A stop signal ends every trial (each has reported its last finished update with its
-    checkpoint) and starts no other."""
+def _hooks(sweep: Sweep, storage: Storage):
+    """Tune's stopper and callback for the sweep, made once Tune is imported. A stop signal
+    ends every trial (each has reported its last finished update with its checkpoint) and
+    starts no other; a line per trial update, as the driver's, instead of Tune's tables; a
+    trial that will not run again is written into ``sweep.json`` with how it ended."""
     from ray import tune
 
     class Interrupted(tune.Stopper):
@@ -545,14 +525,6 @@ def _Interrupted():  # a tune.Stopper, made once Tune is imported
 
         def stop_all(self) -> bool:
             return bool(_STOPS.received)
-
-    return Interrupted()
-
-
-def _Lines(sweep: Sweep, storage: Storage):  # a tune.Callback, made once Tune is imported
-    """A line per trial update, as the driver's, instead of Tune's tables; a trial that will
-    not run again is written into ``sweep.json`` with how it ended."""
-    from ray import tune
 
     class Lines(tune.Callback):
         def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
@@ -578,7 +550,7 @@ def _Lines(sweep: Sweep, storage: Storage):  # a tune.Callback, made once Tune i
             sweep.ended[_name(trial)] = how
             storage.write(DEFINITION, sweep.to_json())
 
-    return Lines()
+    return Interrupted(), Lines()
 
 
 def _error_of(trial) -> str:
@@ -613,7 +585,7 @@ def report(storage: Storage, sweep: Sweep, stops: Stops, took: float, address=No
         print(f"Stopped with {unfinished} of {trials} trials unfinished{said}; continue with:"
               f" {again}", flush=True)  # fmt: skip
         return 128 + stops.received[0].value if stops.received else 1
-    print(f"Done: {trials} trial{'s' * (trials != 1)} in {took:.0f} s{said};"
+    print(f"Done: {_count(trials, 'trial')} in {took:.0f} s{said};"
           f" {printable(storage.name(SUMMARY))}")  # fmt: skip
     return 1 if tally["failed"] else 0
 
@@ -681,22 +653,19 @@ def download(source: str | Path, dest: Path) -> int:
     if not storage.remote and dest.resolve().is_relative_to(Path(storage.root).resolve()):
         return refuse(f"--download: {printable(dest)}: inside the sweep it copies")
     try:
-        try:
-            names = [trial_name(c) for c in read_definition(storage).configs]
-        except UsageError:  # SWEEP/NAME: one trial of a sweep
-            parent, name = storage.parent_and_name()
-            storage = Storage(parent)
-            try:
-                names = [n for n in map(trial_name, read_definition(storage).configs) if n == name]
-            except UsageError:
+        one = None  # the trial of SWEEP/NAME
+        if DEFINITION not in storage.listing():
+            parent, one = storage.parent_and_name()
+            if DEFINITION not in (storage := Storage(parent)).listing():
                 return refuse(f"--download: {printable(str(source))}: not a sweep (no"
                               f" {DEFINITION}), nor a trial of one")  # fmt: skip
-            if not names:
-                return refuse(f"--download: {printable(str(source))}: no trial of that name")
+        names = [n for n in map(trial_name, read_definition(storage).configs) if one in (None, n)]
+        if not names:
+            return refuse(f"--download: {printable(str(source))}: no trial of that name")
         found = {name: latest for name in names if (latest := storage.latest(name))}
         for name, (rel, _) in found.items():
             storage.copy_down(rel, dest / name)
-    except (UsageError, StorageError) as e:
+    except (UsageError, OSError) as e:  # StorageError, and pyarrow's own
         return refuse(f"--download: {e}")
     print(f"Copied {len(found)} of {len(names)} trial runs into {printable(dest)};"
           f" continue one with: {command('--resume', dest)}/NAME")  # fmt: skip
