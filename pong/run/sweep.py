@@ -619,7 +619,7 @@ def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
     for c in sorted(sweep.configs, key=lambda c: c.seed):
         by_setting.setdefault((c.batch_size, c.learning_rate, c.decay_rate), []).append(c)
     table, finals, zeros = [], [], []
-    for (batch, lr, decay), trials in sorted(by_setting.items()):
+    for (size, lr, decay), trials in sorted(by_setting.items()):
         final, to_zero, seconds, ended = [], [], 0.0, []
         for c in trials:
             updates = updates_of(storage, trial_name(c))
@@ -629,7 +629,7 @@ def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
             seconds += sum(float(u["seconds"]) for u in updates)
             ended.append(sweep.ended.get(trial_name(c), "unfinished" if updates else "not started"))
         table.append({
-            "batch_size": str(batch), "learning_rate": repr(lr), "decay_rate": repr(decay),
+            "batch_size": str(size), "learning_rate": repr(lr), "decay_rate": repr(decay),
             "seeds": " ".join(str(c.seed) for c in trials),
             "final_running_mean": f"{statistics.fmean(final):.2f}" if final else "-",
             "spread": f"{statistics.pstdev(final):.2f}" if final else "-",
