@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import urllib.parse
 from pathlib import Path
 
 from pong.run.checkpoint import FILENAME, MAX_HEADER_BYTES, CheckpointError, _count, _metadata
@@ -43,19 +42,16 @@ class Storage:
             self.fs, root = pyarrow.fs.FileSystem.from_uri(self.uri)
         except Exception as e:  # pyarrow's own kinds: ArrowInvalid, ArrowNotImplementedError
             raise StorageError(f"{where}: not a storage URI pyarrow opens ({e})") from None
-        parts, self.root = urllib.parse.urlsplit(self.uri), root.rstrip("/")
-        self.where = f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")  # no ?query
+        self.root, self.where = root.rstrip("/"), self.uri.split("?")[0].rstrip("/")  # no query
 
     def __str__(self) -> str:
         return self.uri  # as given: a URI with its query, or an absolute path
 
     def parent_and_name(self) -> tuple[str, str]:
         """Tune's ``storage_path`` (with the URI's query) and experiment name for it."""
-        parts = urllib.parse.urlsplit(self.uri)
-        parent, _, name = parts.path.rstrip("/").rpartition("/")
-        if not self.remote:
-            return parent or "/", name
-        return urllib.parse.urlunsplit(parts._replace(path=parent)), name
+        path, query = self.uri.split("?")[0], self.uri.partition("?")[2]
+        parent, _, name = path.rstrip("/").rpartition("/")
+        return (parent + (f"?{query}" if query else "")) or "/", name
 
     def name(self, rel: str = "") -> str:
         """The path or URI of ``rel`` as a message names it."""

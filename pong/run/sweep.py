@@ -15,6 +15,7 @@ import dataclasses
 import io
 import itertools
 import json
+import logging
 import math
 import os
 import shutil
@@ -60,6 +61,10 @@ HELP = {  # where a sweep's meaning or default is not the driver's
     "until_mean": "also end a trial once its running mean is above R",
 }
 ENDED = ("done", "failed", "stopped-early")  # how a trial that will not run again ended
+QUIET_TUNE = {  # no logs of Tune's own (they would copy the runs' metrics), no tables
+    "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "RAY_AIR_NEW_OUTPUT": "0",
+    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",  # each update is one
+}  # fmt: skip
 
 
 def trial_name(config: Config) -> str:
@@ -69,16 +74,17 @@ def trial_name(config: Config) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = errors.OneLineParser(prog=PROG, description="A grid of settings as Tune trials.")
+    about = "Sweep seeds and settings on Ray Tune; each trial is a driver.py run."
+    parser = errors.OneLineParser(prog=PROG, description=about)
     grid = parser.add_argument_group("the grid: each of these takes one value or several")
     single = parser.add_argument_group("every trial's settings, as driver.py's")
     for f in dataclasses.fields(Config):
         meta = {k: v for k, v in f.metadata.items() if k != "flags"} | {"dest": f.name}
         flags = ["--" + f.name.replace("_", "-")] if f.name != "seed" else ["--seeds", "--seed"]
-        meta["help"], swept = HELP.get(f.name, meta["help"]), f.name in SWEPT
-        (grid if swept else single).add_argument(
-            *flags, **meta, **({"nargs": "+"} if swept else {})
-        )
+        meta["help"] = HELP.get(f.name, meta["help"])
+        if swept := f.name in SWEPT:
+            meta["nargs"] = "+"
+        (grid if swept else single).add_argument(*flags, **meta)
     options = argparse.ArgumentParser(add_help=False)
     add_flags(options, Options)
     for action in options._actions:  # the driver's flags that make sense for a trial
@@ -100,6 +106,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                        " each trial's run (or one trial's, SWEEP/NAME) into the new directory"
                        " DEST, where driver.py --resume DEST/NAME continues it")  # fmt: skip
     args = parser.parse_args(argv)
+    # --resume keeps the sweep's settings, --download needs none; otherwise every flag goes
     mode = next((m for m in ("resume", "download") if getattr(args, m) is not None), None)
     names = (*SWEPT, "env", *PASSED, "sweep_dir", "scheduler", "download", *RESUMABLE)
     allowed = {"resume": ("resume", *RESUMABLE), "download": ("download",)}.get(mode, names)
@@ -307,7 +314,10 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
     try:
         from pong.run.cluster import ClusterError, connect, resolve_address
 
-        _quiet_tune()
+        # QUIET_TUNE where the environment says nothing; never Tune's SIGINT handler (ours stop)
+        os.environ |= {**QUIET_TUNE, **os.environ, "TUNE_DISABLE_SIGINT_HANDLER": "1"}
+        for name in ("tune", "execution.tune_controller", "analysis.experiment_analysis"):
+            logging.getLogger(f"ray.tune.{name}").setLevel(logging.CRITICAL)  # ours say it
         try:  # a trial's own output stays in its log: the sweep prints what each reports
             args.address = resolve_address(args.address)  # RAY_ADDRESS too, as driver.py
             connect(args.address, args.num_cpus, log_to_driver=False)
@@ -338,24 +348,12 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
             import ray  # SIGTERM then would end the sweep before its summary): held back
 
             held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
-            ray.shutdown()
-            stops.install()  # and counted once ours are in place again
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            try:
+                ray.shutdown()
+            finally:
+                stops.install()  # and counted once ours are in place again
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
     return report(storage, sweep, stops, time.monotonic() - started, given)
-
-
-def _quiet_tune() -> None:
-    """No logs of Tune's own (they would copy the runs' metrics), no tables (a line per update
-    is printed here), no signal handler (a stop is ours)."""
-    import logging
-
-    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
-    # Every update is a checkpoint (so a stop loses none), which Tune warns is often.
-    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-    for name in ("tune", "execution.tune_controller", "analysis.experiment_analysis"):
-        logging.getLogger(f"ray.tune.{name}").setLevel(logging.CRITICAL)  # ours say it in a line
 
 
 def check_storage(storage: Storage, names: list[str]) -> None:
