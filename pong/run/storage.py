@@ -49,7 +49,7 @@ class Storage:
 
     def parent_and_name(self) -> tuple[str, str]:
         """Tune's ``storage_path`` (with the URI's query) and experiment name for it."""
-        path, query = self.uri.split("?")[0], self.uri.partition("?")[2]
+        path, _, query = self.uri.partition("?") if self.remote else (self.uri, "", "")
         parent, _, name = path.rstrip("/").rpartition("/")
         return (parent + (f"?{query}" if query else "")) or "/", name
 

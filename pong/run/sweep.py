@@ -386,7 +386,8 @@ def check_storage(storage: Storage, names: list[str]) -> None:
 
 
 def check_trial_directory(storage: Storage, name: str) -> None:
-    """Refuse a trial directory that is a link or a file; remove links under its checkpoints'."""
+    """Refuse a trial directory that is a link or a file (Tune would write through it or fail
+    on it); remove links planted in it under a checkpoint's name."""
     path = Path(storage.root, name)
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         what = "a symbolic link" if path.is_symlink() else "not a directory"
