@@ -444,7 +444,6 @@ def trial(space: dict[str, Any], where: str) -> None:
     finished update)."""
     from ray import tune
 
-    from pong.run.report import reached
     from pong.run.training import train
 
     settings = space["settings"]
@@ -456,7 +455,7 @@ def trial(space: dict[str, Any], where: str) -> None:
         run.watch_every = settings["watch_every"]
         iterations, goal = settings["iterations"], settings["until_mean"]
         mean = run.saved.running_reward if run.saved else None
-        if (iterations or math.inf) <= run.saved_at or reached(mean, goal):
+        if _done(settings, run.saved_at, mean):
             run.close()  # it ended before the sweep could write so: said again, for the sweep
             tune.report({"update": run.saved_at, "running_mean": mean})  # a mean: it has played
             return
@@ -476,6 +475,13 @@ def trial(space: dict[str, Any], where: str) -> None:
         train(run, options, Stops(), after=report)
     finally:
         shutil.rmtree(local.parent, ignore_errors=True)
+
+
+def _done(settings: dict[str, Any], update: int, mean: float | None) -> bool:
+    """Whether a trial has run its updates or passed its running-mean goal."""
+    from pong.run.report import reached
+
+    return (settings["iterations"] or math.inf) <= update or reached(mean, settings["until_mean"])
 
 
 def _trial_run(config: Config, storage: Storage, local: Path):
@@ -533,10 +539,8 @@ def _hooks(sweep: Sweep, storage: Storage):
                   f" {result.get('steps_per_s', 0):,.0f} steps/s", flush=True)  # fmt: skip
 
         def on_trial_complete(self, iteration, trials, trial, **info) -> None:
-            result, settings = trial.last_result or {}, trial.config["settings"]
-            update, mean = result.get("update", 0), result.get("running_mean", -math.inf)
-            goal = settings["until_mean"]
-            if (settings["iterations"] or math.inf) <= update or (goal is not None and mean > goal):
+            result = trial.last_result or {}
+            if _done(trial.config["settings"], result.get("update", 0), result.get("running_mean")):
                 self.ended(trial, "done")
             elif not _STOPS.received:  # a stop leaves it unfinished, to resume
                 self.ended(trial, "stopped-early")
