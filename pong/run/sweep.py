@@ -572,12 +572,10 @@ def report(storage: Storage, sweep: Sweep, stops: Stops, took: float, address=No
     sweep.seconds += took
     storage.write(DEFINITION, sweep.to_json())
     table, out = summarize(storage, sweep), io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(table[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(table)
+    csv.writer(out, lineterminator="\n").writerows([list(table[0]), *(r.values() for r in table)])
     storage.write(SUMMARY, out.getvalue().encode())
     lines = [list(table[0]), ["---"] * len(table[0]), *(row.values() for row in table)]
-    print("", *(f"| {' | '.join(cells)} |" for cells in lines), "", sep="\n")
+    print("", *(f"| {' | '.join(cells)} |" for cells in lines), "", sep="\n")  # Markdown
     unfinished = sum(trial_name(c) not in sweep.ended for c in sweep.configs)
     tally = {how: list(sweep.ended.values()).count(how) for how in ("failed", "stopped-early")}
     said = ", ".join(f"{n} {how}" for how, n in tally.items() if n)
