@@ -11,7 +11,7 @@ import sys  # noqa: E402
 from pong.run.errors import quiet_when_piped  # noqa: E402
 
 TOOLS = {  # each tool's module, whose ``main(argv)`` is the command
-    "sweep": ("pong.tools.sweep", "train runs with different settings as Ray Tune trials"),
+    "sweep": ("pong.run.sweep", "train runs with different settings as Ray Tune trials"),
     "plot": ("pong.tools.plot", "draw runs' learning curves, or a policy's weights"),
     "compare": ("pong.tools.compare", "a table of runs side by side"),
     "metrics": ("pong.run.metrics", "summarize a run's metrics"),

@@ -95,8 +95,8 @@ def _mark_spread(marks: Sequence[Passed | None]) -> tuple[str, str]:
 def runs_of(paths: Sequence[Path]) -> list[Path]:
     """The run directories ``paths`` name: a sweep's directory stands for each trial's latest
     run, a trial's directory for its own; the sweep's other files (``DIR/*``) are left out."""
-    from pong.tools.storage import Storage
-    from pong.tools.sweep import DEFINITION
+    from pong.run.storage import Storage
+    from pong.run.sweep import DEFINITION
 
     found: list[Path] = []
     for path in paths:

@@ -55,7 +55,7 @@ def test_output_to_a_full_disk_is_one_line(command, run_dir, tmp_path) -> None:
         ("pong.tools.convert", ["a.npz", "b.txt"]),
         ("pong.tools.export", ["only-one"]),
         ("pong.tools.plot", ["--episodes", "x"]),
-        ("pong.tools.sweep", ["--seeds"]),
+        ("pong.run.sweep", ["--seeds"]),
     ],
 )
 def test_a_bad_command_line_is_one_line_naming_the_command(module, argv, capsys) -> None:

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from pong.run.config import Config
-from pong.tools.sweep import trial_name
+from pong.run.sweep import trial_name
 from tests.helpers import (
     HEALTH,
     ROOT,

@@ -116,7 +116,7 @@ def test_a_sweep_stands_for_its_trials_latest_runs_and_its_own_files_are_no_run(
     tmp_path,
 ) -> None:
     from pong.tools.compare import runs_of
-    from tests.tools.test_storage import trial_checkpoint
+    from tests.run.test_storage import trial_checkpoint
 
     sweep = tmp_path / "sweep"
     sweep.mkdir()

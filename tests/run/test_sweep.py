@@ -17,7 +17,7 @@ import pytest
 from pong.run.checkpoint import load
 from pong.run.config import Config
 from pong.run.errors import UsageError, command
-from pong.tools.sweep import MAX_TRIALS, PASSED, main, trial_name
+from pong.run.sweep import MAX_TRIALS, PASSED, main, trial_name
 from tests.helpers import ROOT, run_driver, wait_for
 
 ITERATIONS = 60  # toy updates (about 0.05 s each): long enough to be stopped in the middle
@@ -239,8 +239,8 @@ def test_a_damaged_sweep_json_is_one_line_before_ray_starts(
 
 
 def test_a_sweep_directory_has_one_owner(tmp_path) -> None:
-    from pong.tools.storage import Storage
-    from pong.tools.sweep import owned
+    from pong.run.storage import Storage
+    from pong.run.sweep import owned
 
     with owned(Storage(tmp_path / "sweep"), creating=True):
         with pytest.raises(UsageError, match=r"in use by python -m pong sweep \(pid \d+ on "):
@@ -281,9 +281,9 @@ def test_the_summary_counts_every_trial_marks_the_best_and_notes_bad_files(
     """Four trials of two settings: seed 1 of 1e-3 ran (its updates.csv reaches a running
     mean above 0 at 40 games), seed 2's updates.csv is a planted link (one note, never
     followed), 3e-4's trials never started."""
-    from pong.tools.storage import Storage
-    from pong.tools.sweep import Sweep, summarize
-    from tests.tools.test_storage import trial_checkpoint
+    from pong.run.storage import Storage
+    from pong.run.sweep import Sweep, summarize
+    from tests.run.test_storage import trial_checkpoint
 
     configs = [Config(learning_rate=lr, seed=s) for lr in (1e-3, 3e-4) for s in (1, 2)]
     settings = dict.fromkeys(PASSED) | {"scheduler": "fifo"}
@@ -311,8 +311,8 @@ def test_a_trial_resumes_from_the_latest_checkpoint_that_can_be_resumed(tmp_path
     """Its latest checkpoint's tensors are damaged (its header is whole): the trial goes on
     from the one before, and says why; with none left that can, one line names the file."""
     from pong.run.checkpoint import FILENAME, save
-    from pong.tools.storage import Storage
-    from pong.tools.sweep import _trial_run
+    from pong.run.storage import Storage
+    from pong.run.sweep import _trial_run
     from tests.run.test_checkpoint import make_checkpoint
 
     config = Config(seed=0)
@@ -336,8 +336,8 @@ def test_a_trial_resumes_from_the_latest_checkpoint_that_can_be_resumed(tmp_path
 def test_a_trial_directory_that_is_a_link_is_refused_and_planted_links_are_removed(
     tmp_path, capsys
 ) -> None:
-    from pong.tools.storage import Storage
-    from pong.tools.sweep import check_trial_directory
+    from pong.run.storage import Storage
+    from pong.run.sweep import check_trial_directory
 
     victim = tmp_path / "victim"
     victim.mkdir()

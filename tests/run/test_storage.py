@@ -1,4 +1,4 @@
-"""``pong.tools.storage``: a sweep's files read as hostile, the latest checkpoint found by its
+"""``pong.run.storage``: a sweep's files read as hostile, the latest checkpoint found by its
 update, on a local directory (a URI is the S3 test of tests/system/test_sweep_hosts.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pong.run.checkpoint import FILENAME, save
-from pong.tools.storage import Storage, StorageError
+from pong.run.storage import Storage, StorageError
 from tests.run.test_checkpoint import make_checkpoint
 
 

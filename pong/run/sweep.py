@@ -1,0 +1,673 @@
+"""Seeds and settings swept on Ray Tune: ``python -m pong sweep --seeds 1 2 --iterations 100``.
+
+Each setting of the grid is a Tune trial: a run trained by ``pong.run.training.train`` in a
+directory of its node, reported after every update as its checkpoint, which Tune copies to the
+sweep's storage (``pong.run.storage``). ``DIR/sweep.json`` is the only state read back: a resume
+builds the same Tuner again from it, so nothing in ``DIR`` is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import dataclasses
+import io
+import itertools
+import json
+import logging
+import math
+import os
+import shutil
+import signal
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pong.run import errors
+from pong.run.checkpoint import unique
+from pong.run.config import Config, Options, add_flags
+from pong.run.config import path as nonempty_path
+from pong.run.errors import UsageError, command, first_line, printable
+from pong.run.metrics import UPDATES, MetricsFileError, _WholeLines, rows
+from pong.run.stops import STOPS, Stops
+from pong.run.storage import CHECKPOINT_PREFIX, Storage, StorageError, is_uri
+
+__all__ = ["main", "trial_name"]
+
+PROG = "python -m pong sweep"
+DEFINITION = "sweep.json"  # what the sweep is and how its trials ended: plain, checked JSON
+FORMAT = "pong-sweep/1"
+SUMMARY = "summary.csv"
+LOCK = ".lock"  # a local sweep directory's owner holds an OS lock on it
+OWNER = "owner.json"  # a URI's owner says so in a file (an object store has no lock)
+MAX_TRIALS = 1000
+MAX_DEFINITION = 4 * 2**20  # bytes of sweep.json: 1,000 trials take about 200 KB
+MAX_METRICS = 256 * 2**20  # bytes of a remote updates.csv read for the summary
+SWEPT = ("batch_size", "learning_rate", "decay_rate", "seed")  # flags that take several values
+PASSED = ("iterations", "until_mean", "workers", "watch_every")  # the driver's, kept in sweep.json
+RESUMABLE = ("address", "num_cpus")  # flags a resume takes: where, not what
+HELP = {  # where a sweep's meaning or default is not the driver's
+    "seed": "seeds the weights, env resets and action draws (default: 1)",
+    "workers": "RolloutWorker actors per trial, one CPU each (default: as many as let the trials"
+    " fill the cluster, at most --batch-size)",
+    "iterations": "updates each trial runs in all, counted from its start, also after a --resume"
+    " (default: until Ctrl-C)",
+    "until_mean": "also end a trial once its running mean is above R",
+}
+ENDED = ("done", "failed", "stopped-early")  # how a trial that will not run again ended
+QUIET_TUNE = {  # no logs of Tune's own (they would copy the runs' metrics), no tables
+    "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "RAY_AIR_NEW_OUTPUT": "0",
+    "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",  # each update is one
+}  # fmt: skip
+
+
+def trial_name(config: Config) -> str:
+    """A trial's directory name: its settings at full precision (``repr``), never shared."""
+    lr, decay = config.learning_rate, config.decay_rate
+    return f"batch{config.batch_size}-lr{lr!r}-decay{decay!r}-seed{config.seed}"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    about = "Sweep seeds and settings on Ray Tune; each trial is a driver.py run."
+    parser = errors.OneLineParser(prog=PROG, description=about)
+    grid = parser.add_argument_group("the grid: each of these takes one value or several")
+    single = parser.add_argument_group("every trial's settings, as driver.py's")
+    for f in dataclasses.fields(Config):
+        meta = {k: v for k, v in f.metadata.items() if k != "flags"} | {"dest": f.name}
+        flags = ["--" + f.name.replace("_", "-")] if f.name != "seed" else ["--seeds", "--seed"]
+        meta["help"] = HELP.get(f.name, meta["help"])
+        if swept := f.name in SWEPT:
+            meta["nargs"] = "+"
+        (grid if swept else single).add_argument(*flags, **meta)
+    options = argparse.ArgumentParser(add_help=False)
+    add_flags(options, Options)
+    for action in options._actions:  # the driver's flags that make sense for a trial
+        if action.dest == "until_mean":  # by a sweep's name too
+            action.option_strings, action.metavar = ["--stop-at", "--until-mean"], "R"
+        if action.dest in PASSED + RESUMABLE:
+            action.help = HELP.get(action.dest, action.help)
+            single._add_action(action)
+    sweep = parser.add_argument_group("the sweep")
+    sweep.add_argument("--sweep-dir", type=where, metavar="DIR", help="where the sweep keeps its"
+                       " trials: a new directory every node sees, or a URI such as"
+                       " s3://bucket/prefix (default: runs/sweep- and the start time)")  # fmt: skip
+    sweep.add_argument("--scheduler", choices=("fifo", "asha"), help="asha: end hopeless trials"
+                       " early on their running mean (Tune's ASHA; needs --iterations; default:"
+                       " fifo, every trial to its end)")  # fmt: skip
+    sweep.add_argument("--resume", type=where, metavar="DIR",
+                       help="finish the sweep in DIR, each trial from its checkpoint")  # fmt: skip
+    sweep.add_argument("--download", nargs=2, type=where, metavar=("SWEEP", "DEST"), help="copy"
+                       " each trial's run (or one trial's, SWEEP/NAME) into the new directory"
+                       " DEST, where driver.py --resume DEST/NAME continues it")  # fmt: skip
+    args = parser.parse_args(argv)
+    # --resume keeps the sweep's settings, --download needs none; otherwise every flag goes
+    mode = next((m for m in ("resume", "download") if getattr(args, m) is not None), None)
+    names = (*SWEPT, "env", *PASSED, "sweep_dir", "scheduler", "download", *RESUMABLE)
+    allowed = {"resume": ("resume", *RESUMABLE), "download": ("download",)}.get(mode, names)
+    if given := [a for a in names if getattr(args, a) is not None and a not in allowed]:
+        keeps = ", which keeps the sweep's own settings" if mode == "resume" else ""
+        parser.error(f"argument --{given[0].replace('_', '-')}: not with --{mode}{keeps}")
+    if args.scheduler == "asha" and args.iterations is None:
+        parser.error("argument --scheduler asha: needs --iterations, the most a trial runs")
+    return args
+
+
+def where(text: str) -> str | Path:
+    """A sweep directory: a URI as its text (a ``Path`` would fold its ``//``), else a path."""
+    return text if is_uri(text) else nonempty_path(text)
+
+
+def grid(args: argparse.Namespace) -> list[Config]:
+    """Every combination of the swept values, seeds innermost (seed 1 unless told: a sweep
+    repeats); a value given twice is one."""
+    values = [getattr(args, n) or [1 if n == "seed" else getattr(Config, n)] for n in SWEPT]
+    combos = itertools.product(*(dict.fromkeys(v) for v in values))
+    env = args.env or Config.env
+    return [Config(env=env, **dict(zip(SWEPT, combo, strict=True))) for combo in combos]
+
+
+def refuse(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+@dataclasses.dataclass
+class Sweep:
+    """What ``sweep.json`` holds: the grid, every trial's settings, and how trials ended."""
+
+    configs: list[Config]
+    settings: dict[str, Any]  # PASSED, and the scheduler
+    ended: dict[str, str] = dataclasses.field(default_factory=dict)  # by trial name
+    seconds: float = 0.0  # of the sweep's launches, summed over resumes
+
+    def to_json(self) -> bytes:
+        body = {"format": FORMAT, "trials": [dataclasses.asdict(c) for c in self.configs]}
+        body |= {"settings": self.settings, "ended": self.ended, "seconds": self.seconds}
+        return (json.dumps(body, indent=1) + "\n").encode()
+
+
+def check(configs: list[Config], workers: int | None) -> None:
+    """A ``ValueError`` for what no trial could run: an env this program does not play, more
+    workers than an update of the smallest batch size has games."""
+    from pong.envs.make import check_env
+
+    for env in {c.env for c in configs}:
+        try:
+            check_env(env)
+        except ValueError as e:
+            raise ValueError(f"--env: {e}") from None
+    if workers is not None and workers > (smallest := min(c.batch_size for c in configs)):
+        raise ValueError(f"--workers {workers}: at most the smallest batch size ({smallest}),"
+                         " since each worker plays one game at a time")  # fmt: skip
+
+
+def read_definition(storage: Storage) -> Sweep:
+    """The sweep in ``DIR/sweep.json``, read as hostile: every value checked as its flag is;
+    one-line ``UsageError``s naming the file."""
+    parse = {f.name: f.metadata["type"] for f in dataclasses.fields(Options)}
+    try:
+        body = json.loads(storage.read(DEFINITION, MAX_DEFINITION), object_pairs_hook=unique)
+        if not isinstance(body, dict) or body.get("format") != FORMAT:
+            raise ValueError("not a pong sweep")
+        if set(body) != {"format", "trials", "settings", "ended", "seconds"}:
+            raise ValueError("expected the keys format, trials, settings, ended, seconds")
+        trials, settings, ended = body["trials"], body["settings"], body["ended"]
+        if not isinstance(trials, list) or not 0 < len(trials) <= MAX_TRIALS:
+            raise ValueError(f"trials: expected a list of 1 to {MAX_TRIALS:,} settings")
+        configs = [Config.from_dict(t) for t in trials]
+        names = [trial_name(c) for c in configs]
+        if len(set(names)) != len(names) or any(c.seed is None for c in configs):
+            raise ValueError("trials: each setting once, each with a seed")
+        if not isinstance(settings, dict) or set(settings) != {*PASSED, "scheduler"}:
+            raise ValueError(f"settings: expected {', '.join((*PASSED, 'scheduler'))}")
+        for name in PASSED:  # each parsed by its flag's own parser (None: not given)
+            try:
+                value = settings[name]
+                if (value is not None or name == "watch_every") and (
+                    parse[name](str(value)) != value or isinstance(value, bool)
+                ):
+                    raise argparse.ArgumentTypeError(f"expected a number, got {value!r}")
+            except argparse.ArgumentTypeError as e:
+                raise ValueError(f"settings: {name}: {e}") from None
+        if settings["scheduler"] not in ("fifo", "asha") or (
+            settings["scheduler"] == "asha" and settings["iterations"] is None
+        ):
+            raise ValueError("settings: scheduler: expected fifo, or asha with iterations")
+        if not isinstance(ended, dict) or not all(
+            k in names and v in ENDED for k, v in ended.items()
+        ):
+            raise ValueError(f"ended: expected trial names, each one of {', '.join(ENDED)}")
+        if type(seconds := body["seconds"]) not in (int, float) or not 0 <= seconds < math.inf:
+            raise ValueError("seconds: expected a number of at least 0")
+        check(configs, settings["workers"])
+    except FileNotFoundError:
+        where = printable(str(storage))
+        raise UsageError(f"--resume {where}: no sweep there (no {DEFINITION})") from None
+    except (ValueError, RecursionError, TypeError) as e:
+        raise UsageError(f"{storage.name(DEFINITION)}: damaged ({first_line(e)})") from None
+    return Sweep(configs, settings, ended, float(seconds))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    stops = _STOPS
+    stops.install()  # the first stop raises KeyboardInterrupt until Ray starts (see run_sweep)
+    try:
+        args = parse_args(argv)
+        if args.download is not None:
+            return download(*args.download)
+        try:
+            from ray import tune  # noqa: F401
+        except ImportError:
+            return refuse("Ray Tune is not installed: pip install -e '.[sweep]'")
+        where = args.resume or args.sweep_dir or time.strftime("runs/sweep-%Y%m%d-%H%M%S")
+        storage = Storage(where)
+        sweep = read_definition(storage) if args.resume else new_sweep(args, storage)
+        with owned(storage, creating=args.resume is None):
+            return run_sweep(args, storage, sweep, stops)
+    except (UsageError, StorageError) as e:
+        return refuse(str(e))
+    except OSError as e:  # a file of ours the checks could not foresee (no permission, say)
+        if e.filename is None:  # the output itself: quiet_when_piped says so
+            raise
+        return refuse(f"{printable(e.filename)}: {e.strerror or e}")
+    except KeyboardInterrupt:
+        stop = stops.received[0] if stops.received else signal.SIGINT
+        print(f"Interrupted by {stop.name}; no trial had started.", file=sys.stderr, flush=True)
+        return 128 + stop.value
+
+
+def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
+    """The sweep the flags ask for, once its directory is known to be new or empty."""
+    configs = grid(args)
+    if len(configs) > MAX_TRIALS:
+        raise UsageError(f"the grid has {len(configs):,} trials, more than {MAX_TRIALS:,}")
+    if not storage.remote:
+        directory = Path(storage.root)
+        first = next(p for p in (directory, *directory.parents) if p.exists() or p.is_symlink())
+        if directory.is_symlink() or not first.is_dir():
+            what = "a symbolic link" if directory.is_symlink() else "not a directory"
+            raise UsageError(f"--sweep-dir {printable(directory)}: {printable(first)} is {what}")
+    if _holds_files(storage):
+        raise UsageError(
+            f"--sweep-dir {printable(str(storage))}: holds files already; choose a"
+            f" new directory, or --resume {_shown(storage)} to finish a sweep there"
+        )
+    settings = {n: getattr(args, n) for n in PASSED} | {"scheduler": args.scheduler or "fifo"}
+    settings["watch_every"] = 100 if args.watch_every is None else args.watch_every
+    try:
+        check(configs, settings["workers"])
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return Sweep(configs, settings)
+
+
+def _holds_files(storage: Storage) -> bool:
+    """Whether the directory holds anything but an owner's lock."""
+    try:
+        return bool(set(storage.listing()) - {LOCK, OWNER})
+    except OSError as e:  # the store cannot be reached, say
+        raise UsageError(f"--sweep-dir {storage.name()}: {first_line(e)}") from None
+
+
+@contextlib.contextmanager
+def owned(storage: Storage, creating: bool):
+    """The sweep directory owned by this process while the block runs: a local one by an OS
+    lock (as a run directory), a URI by an owner file; a second owner gets one line."""
+    from pong.run.directory import lock
+    from pong.run.files import Directory
+
+    if storage.remote:
+        with contextlib.suppress(FileNotFoundError):
+            holder = storage.read(OWNER, 4096).decode(errors="replace").strip()[:200]
+            raise UsageError(f"{storage} is in use by {holder}; one sweep per directory (if that"
+                             f" sweep has ended, delete {storage.name(OWNER)})")  # fmt: skip
+        storage.write(OWNER, f"{PROG} (pid {os.getpid()} on {socket.gethostname()})\n".encode())
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                storage.fs.delete_file(f"{storage.root}/{OWNER}")
+        return
+    try:
+        Path(storage.root).mkdir(parents=True, exist_ok=True)
+        directory = Directory.open(Path(storage.root))
+    except OSError as e:
+        raise UsageError(f"--sweep-dir {printable(storage.root)}: {e.strerror or e}") from None
+    with contextlib.closing(directory), lock(directory, PROG, "one sweep per directory"):
+        if creating and _holds_files(storage):  # another sweep won the race
+            raise UsageError(f"--sweep-dir {storage}: holds files already")
+        yield
+
+
+def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: Stops) -> int:
+    """Join Ray, run the trials not yet ended, then print and write the summary."""
+    started, given = time.monotonic(), args.address
+    # From here a stop is counted, not raised (raised inside Ray's start it showed as a stray
+    # traceback): it ends the sweep before Tune starts, or through Tune's stopper once it runs.
+    stops.holding = True
+    try:
+        from pong.run.cluster import ClusterError, connect, resolve_address
+
+        # QUIET_TUNE where the environment says nothing; never Tune's SIGINT handler (ours stop)
+        os.environ |= {**QUIET_TUNE, **os.environ, "TUNE_DISABLE_SIGINT_HANDLER": "1"}
+        for name in ("tune", "execution.tune_controller", "analysis.experiment_analysis"):
+            logging.getLogger(f"ray.tune.{name}").setLevel(logging.CRITICAL)  # ours say it
+        try:  # a trial's own output stays in its log: the sweep prints what each reports
+            args.address = resolve_address(args.address)  # RAY_ADDRESS too, as driver.py
+            connect(args.address, args.num_cpus, log_to_driver=False)
+        except ClusterError as e:
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return 1
+        finally:
+            stops.install()  # ours again, whatever Ray's start left in place
+        todo = [c for c in sweep.configs if trial_name(c) not in sweep.ended]
+        check_storage(storage, [trial_name(c) for c in todo])
+        storage.write(DEFINITION, sweep.to_json())  # from here on, it can be resumed
+        if args.resume is not None:
+            print(f"Resuming the sweep in {printable(str(storage))}: {len(todo)} of"
+                  f" {len(sweep.configs)} trials to finish", flush=True)  # fmt: skip
+        if todo and not stops.received:
+            from ray.tune import TuneError
+
+            tuner = _tuner(args, storage, sweep, todo)
+            try:
+                tuner.fit()
+            except (OSError, TuneError) as e:  # the storage failed under Tune, say
+                print(f"{PROG}: error: Tune stopped: {first_line(e)}", file=sys.stderr)
+    except KeyboardInterrupt:  # from Ray's own SIGTERM handler, as it gave up starting
+        pass  # a stop before Tune started its trials: the sweep ends as after one
+    finally:
+        stops.ending = True  # the sweep has ended: a stop now is only counted
+        if "ray" in sys.modules:  # Ray puts the default handlers back as it shuts down (a
+            import ray  # SIGTERM then would end the sweep before its summary): held back
+
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+            try:
+                ray.shutdown()
+            finally:
+                stops.install()  # and counted once ours are in place again
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    return report(storage, sweep, stops, time.monotonic() - started, given)
+
+
+def check_storage(storage: Storage, names: list[str]) -> None:
+    """Refuse a local sweep directory that some node of the cluster cannot see (each has its
+    own disk), or trial directories Tune would write through (a link) or fail on (a file);
+    remove links planted under a checkpoint's name."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as On
+
+    if storage.remote:
+        return
+    for name in names:
+        check_trial_directory(storage, name)
+    if len(alive := [n for n in ray.nodes() if n.get("Alive")]) < 2:
+        return
+    marker = Path(storage.root, f".visible-{os.getpid()}-{time.time_ns()}")
+    marker.write_text("")
+    sees = ray.remote(num_cpus=0)(os.path.exists)
+    try:
+        on = [sees.options(scheduling_strategy=On(n["NodeID"], soft=False)) for n in alive]
+        seen = ray.get([node.remote(str(marker)) for node in on], timeout=120)
+    finally:
+        marker.unlink()
+    if blind := [n["NodeManagerAddress"] for n, ok in zip(alive, seen, strict=True) if not ok]:
+        raise UsageError(
+            f"--sweep-dir {printable(str(storage))}: not seen from the"
+            f" node{'s' * (len(blind) > 1)} at {', '.join(blind)} (each has its own disk); give"
+            " a directory every node mounts, or storage they all reach, such as s3://bucket/prefix"
+        )
+
+
+def check_trial_directory(storage: Storage, name: str) -> None:
+    """Refuse a trial directory that is a link or a file (Tune would write through it or fail
+    on it); remove links planted in it under a checkpoint's name."""
+    path = Path(storage.root, name)
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        what = "a symbolic link" if path.is_symlink() else "not a directory"
+        raise UsageError(f"{printable(path)}: {what}; refusing to write through it (move it away)")
+    for planted in storage.listing(name):
+        if planted.startswith(CHECKPOINT_PREFIX) and (path / planted).is_symlink():
+            (path / planted).unlink()
+            print(f"note: {printable(path / planted)} was a symbolic link; removed", flush=True)
+
+
+def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[Config]):
+    """A Tune experiment of the trials in ``todo`` into ``storage``; says so."""
+    import ray
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+
+    from pong.core.worker import WORKER_MEMORY
+    from pong.run.cluster import cluster_summary
+
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    smallest = min(c.batch_size for c in todo)
+    workers = sweep.settings["workers"] or max(1, min(smallest, cpus // min(len(todo), cpus)))
+    at_once = max(1, cpus // workers)
+    print(f"Sweeping {_count(len(todo), 'trial')} on {cluster_summary(args.address)}:"
+          f" {_count(workers, 'RolloutWorker')} each, {_count(at_once, 'trial')} at once;"
+          f" storage {printable(str(storage))}", flush=True)  # fmt: skip
+    settings = sweep.settings | {"workers": workers}
+    spaces = [settings | {"config": dataclasses.asdict(c)} for c in todo]
+    bundles = [{}] + [{"CPU": 1, "memory": WORKER_MEMORY}] * workers  # the trial's, each worker's
+    trainable = tune.with_parameters(trial, where=str(storage))
+    most, asha = settings["iterations"], settings["scheduler"] == "asha"
+    asha = asha and ASHAScheduler(time_attr="update", metric="running_mean", mode="max",
+                                  max_t=most, grace_period=max(1, most // 10))  # fmt: skip
+    parent, name = storage.parent_and_name()
+    stopper, lines = _hooks(sweep, storage)
+    return tune.Tuner(
+        tune.with_resources(trainable, tune.PlacementGroupFactory(bundles)),
+        param_space={"settings": tune.grid_search(spaces)},
+        tune_config=tune.TuneConfig(scheduler=asha or None, trial_name_creator=_name,
+                                    trial_dirname_creator=_name),  # None: every trial to its end
+        run_config=tune.RunConfig(name=name, storage_path=parent, verbose=0, stop=stopper,
+                                  callbacks=[lines], failure_config=tune.FailureConfig(0),
+                                  checkpoint_config=tune.CheckpointConfig(num_to_keep=1)),
+    )  # fmt: skip
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'s' * (n != 1)}"
+
+
+def trial(space: dict[str, Any], where: str) -> None:
+    """One Tune trial: a run in a directory of its node, trained by the driver's loop, each
+    update reported with that directory as its checkpoint (so a stop or a lost node loses no
+    finished update)."""
+    from ray import tune
+
+    from pong.run.training import train
+
+    settings = space["settings"]
+    config = Config.from_dict(settings["config"])
+    name, storage = trial_name(config), Storage(where)
+    local = Path(tempfile.mkdtemp(prefix="pong-trial-")) / name
+    try:
+        run = _trial_run(config, storage, local)
+        run.watch_every = settings["watch_every"]
+        iterations, goal = settings["iterations"], settings["until_mean"]
+        mean = run.saved.running_reward if run.saved else None
+        if _done(settings, run.saved_at, mean):
+            run.close()  # it ended before the sweep could write so: said again, for the sweep
+            tune.report({"update": run.saved_at, "running_mean": mean})  # a mean: it has played
+            return
+
+        def report(update, trainer) -> None:
+            mean = -math.inf if trainer.running_reward is None else trainer.running_reward
+            tune.report(
+                {"update": trainer.iteration, "games": trainer.episodes, "running_mean": mean,
+                 "steps_per_s": update.steps_per_second, "seconds": update.seconds},
+                checkpoint=tune.Checkpoint.from_directory(str(local)),
+            )  # fmt: skip
+            if trainer.iteration == first + 1:  # the checkpoints of earlier launches are older
+                storage.prune(name, keep=f"{name}/{Path(tune.get_checkpoint().path).name}")
+
+        first, remaining = run.saved_at, iterations and iterations - run.saved_at
+        options = Options(iterations=remaining, until_mean=goal, workers=settings["workers"])
+        train(run, options, Stops(), after=report)
+    finally:
+        shutil.rmtree(local.parent, ignore_errors=True)
+
+
+def _done(settings: dict[str, Any], update: int, mean: float | None) -> bool:
+    """Whether a trial has run its updates or passed its running-mean goal."""
+    from pong.run.report import reached
+
+    return (settings["iterations"] or math.inf) <= update or reached(mean, settings["until_mean"])
+
+
+def _trial_run(config: Config, storage: Storage, local: Path):
+    """The trial's run in ``local``, opened: its latest checkpoint in the storage that can be
+    resumed (a damaged one is passed over for the one before), copied down, else a new run."""
+    from pong.run.directory import Run
+
+    name, problem = trial_name(config), None
+    for _, rel in storage.checkpoints(name):
+        try:
+            storage.copy_down(rel, local)
+            run = Run.resume(local, {}, 1)
+            if run.config != config:
+                raise UsageError("the checkpoint of another setting")
+            run.open()
+            return run
+        except (UsageError, StorageError, OSError) as e:
+            problem = problem or f"{storage.name(rel)}: {str(e).replace(str(local), rel)}"
+            print(f"note: {problem}; trying the checkpoint before it", flush=True)  # its log
+            shutil.rmtree(local, ignore_errors=True)
+    if problem is not None:  # none can be resumed: a UsageError naming the latest
+        raise UsageError(problem)
+    run = Run.start(local, config, 1)  # every update saved: each one is reported
+    run.open()
+    return run
+
+
+_STOPS = Stops()  # the sweep's stop signals: ``main`` installs it, Tune's stopper reads it
+
+
+def _name(t) -> str:
+    """A Tune trial's name, from its settings."""
+    return trial_name(Config.from_dict(t.config["settings"]["config"]))
+
+
+def _hooks(sweep: Sweep, storage: Storage):
+    """Tune's stopper and callback for the sweep, made once Tune is imported. A stop signal
+    ends every trial (each has reported its last finished update with its checkpoint) and
+    starts no other; a line per trial update, as the driver's, instead of Tune's tables; a
+    trial that will not run again is written into ``sweep.json`` with how it ended."""
+    from ray import tune
+
+    class Interrupted(tune.Stopper):
+        def __call__(self, trial_id, result) -> bool:
+            return False
+
+        def stop_all(self) -> bool:
+            return bool(_STOPS.received)
+
+    class Lines(tune.Callback):
+        def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+            mean = result.get("running_mean", -math.inf)
+            print(f"{_name(trial)}: update {result.get('update')}, running mean"
+                  f" {'-' if mean == -math.inf else f'{mean:.2f}'},"
+                  f" {result.get('steps_per_s', 0):,.0f} steps/s", flush=True)  # fmt: skip
+
+        def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+            result = trial.last_result or {}
+            if _done(trial.config["settings"], result.get("update", 0), result.get("running_mean")):
+                self.ended(trial, "done")
+            elif not _STOPS.received:  # a stop leaves it unfinished, to resume
+                self.ended(trial, "stopped-early")
+
+        def on_trial_error(self, iteration, trials, trial, **info) -> None:
+            print(f"note: trial {_name(trial)} failed: {_error_of(trial)}", flush=True)
+            self.ended(trial, "failed")
+
+        def ended(self, trial, how: str) -> None:
+            sweep.ended[_name(trial)] = how
+            storage.write(DEFINITION, sweep.to_json())
+
+    return Interrupted(), Lines()
+
+
+def _error_of(trial) -> str:
+    """Why a Tune trial failed: the message its traceback ends with, in the error.txt Tune
+    wrote on this machine."""
+    with contextlib.suppress(OSError, TypeError), open(trial.error_file, errors="replace") as f:
+        lines = [line.rstrip() for line in f.read(2**20).splitlines() if line.strip()]
+        if raised := [line for line in lines if not line[0].isspace() and ": " in line]:
+            return raised[-1].split(": ", 1)[1]
+    return "see its log"
+
+
+def report(storage: Storage, sweep: Sweep, stops: Stops, took: float, address=None) -> int:
+    """The summary (printed and in ``summary.csv``) and the last line: done, or the command
+    that finishes the sweep (on the cluster at ``address``, as given); the exit code."""
+    sweep.seconds += took
+    storage.write(DEFINITION, sweep.to_json())
+    table, out = summarize(storage, sweep), io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([list(table[0]), *(r.values() for r in table)])
+    storage.write(SUMMARY, out.getvalue().encode())
+    lines = [list(table[0]), ["---"] * len(table[0]), *(row.values() for row in table)]
+    print("", *(f"| {' | '.join(cells)} |" for cells in lines), "", sep="\n")  # Markdown
+    unfinished = sum(trial_name(c) not in sweep.ended for c in sweep.configs)
+    tally = {how: list(sweep.ended.values()).count(how) for how in ("failed", "stopped-early")}
+    said = ", ".join(f"{n} {how}" for how, n in tally.items() if n)
+    said, trials = f" ({said})" if said else "", len(sweep.configs)
+    if unfinished:
+        again = f"{command('--resume', module='pong sweep')} {_shown(storage)}"
+        again += f" --address={errors.shell_word(address)}" if address else ""  # the same cluster
+        print(f"Stopped with {unfinished} of {trials} trials unfinished{said}; continue with:"
+              f" {again}", flush=True)  # fmt: skip
+        return 128 + stops.received[0].value if stops.received else 1
+    print(f"Done: {_count(trials, 'trial')} in {took:.0f} s{said};"
+          f" {printable(storage.name(SUMMARY))}")  # fmt: skip
+    return 1 if tally["failed"] else 0
+
+
+def _shown(storage: Storage) -> str:
+    """The sweep directory as a command names it: a URI as it is, a path pasteable."""
+    return errors.shell_word(str(storage)) if storage.remote else errors.pasteable(storage.root)
+
+
+def updates_of(storage: Storage, name: str) -> list[dict[str, str]]:
+    """The rows of trial ``name``'s ``updates.csv`` in its latest checkpoint, read as hostile:
+    a note where they cannot be read."""
+    if (latest := storage.latest(name)) is None:
+        return []
+    rel = f"{latest[0]}/{UPDATES}"
+    try:
+        if not storage.remote:
+            return list(rows(Path(storage.root, rel)))
+        data = storage.read(rel, MAX_METRICS)
+        return [dict(r) for r in _WholeLines(Path(rel), lambda: io.BytesIO(data)).rows()]
+    except (MetricsFileError, StorageError, FileNotFoundError) as e:
+        print(f"note: {name}: {first_line(e)}", flush=True)
+        return []
+
+
+def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
+    """One row per setting over its seeds, every trial of the grid counted (started or not);
+    ``best`` marks the highest final running mean over seeds, and the fewest games (of the
+    slowest seed) to a running mean above 0."""
+    by_setting: dict[tuple, list[Config]] = {}
+    for c in sorted(sweep.configs, key=lambda c: c.seed):
+        by_setting.setdefault((c.batch_size, c.learning_rate, c.decay_rate), []).append(c)
+    table, finals, zeros = [], [], []
+    for (size, lr, decay), trials in sorted(by_setting.items()):
+        final, to_zero, seconds, ended = [], [], 0.0, []
+        for c in trials:
+            updates = updates_of(storage, trial_name(c))
+            final += [float(updates[-1]["running_reward"])] if updates else []
+            zero = [int(u["episodes"]) for u in updates if float(u["running_reward"]) > 0]
+            to_zero.append(zero[0] if zero else math.inf)
+            seconds += sum(float(u["seconds"]) for u in updates)
+            ended.append(sweep.ended.get(trial_name(c), "unfinished" if updates else "not started"))
+        table.append({
+            "batch_size": str(size), "learning_rate": repr(lr), "decay_rate": repr(decay),
+            "seeds": " ".join(str(c.seed) for c in trials),
+            "final_running_mean": f"{statistics.fmean(final):.2f}" if final else "-",
+            "spread": f"{statistics.pstdev(final):.2f}" if final else "-",
+            "games_to_running_mean_0": " ".join("-" if n == math.inf else str(n) for n in to_zero),
+            "training_seconds": f"{seconds:.0f}", "ended": " ".join(ended), "best": "-",
+        })  # fmt: skip
+        finals.append(statistics.fmean(final) if final else -math.inf)
+        zeros.append(max(to_zero))
+    for column, pick, mark in ((finals, max, "final"), (zeros, min, "fastest")):
+        if abs(value := pick(column)) != math.inf:
+            row = table[column.index(value)]
+            row["best"] = f"{row['best']} {mark}".removeprefix("- ")
+    return table
+
+
+def download(source: str | Path, dest: Path) -> int:
+    """``--download``: each trial's latest run (or the one trial's) copied into ``dest``."""
+    dest, storage = Path(dest), Storage(source)
+    if os.path.lexists(dest) and (dest.is_symlink() or not dest.is_dir() or any(dest.iterdir())):
+        return refuse(f"--download: {printable(dest)}: must be a new or empty directory")
+    if not storage.remote and dest.resolve().is_relative_to(Path(storage.root).resolve()):
+        return refuse(f"--download: {printable(dest)}: inside the sweep it copies")
+    try:
+        one = None  # the trial of SWEEP/NAME
+        if DEFINITION not in storage.listing():
+            parent, one = storage.parent_and_name()
+            if DEFINITION not in (storage := Storage(parent)).listing():
+                return refuse(f"--download: {printable(str(source))}: not a sweep (no"
+                              f" {DEFINITION}), nor a trial of one")  # fmt: skip
+        names = [n for n in map(trial_name, read_definition(storage).configs) if one in (None, n)]
+        if not names:
+            return refuse(f"--download: {printable(str(source))}: no trial of that name")
+        found = {name: latest for name in names if (latest := storage.latest(name))}
+        for name, (rel, _) in found.items():
+            storage.copy_down(rel, dest / name)
+    except (UsageError, OSError) as e:  # StorageError, and pyarrow's own
+        return refuse(f"--download: {e}")
+    print(f"Copied {len(found)} of {len(names)} trial runs into {printable(dest)};"
+          f" continue one with: {command('--resume', dest)}/NAME")  # fmt: skip
+    return 0
