@@ -2,7 +2,7 @@
 on one host with a local directory.
 
 Run (as root):  python benchmarks/sweep_hosts.py [--env ALE/Pong-v5] [--trials 4]
-                [--batch-size 2] [--iterations 3] [--rounds 2]
+                [--batch-size 2] [--updates 3] [--rounds 2]
 
 Two ways, alternated round by round, each a fresh ``python -m pong sweep`` of the same grid
 (seeds 1..--trials, one RolloutWorker per trial, so two trials at once on 2 CPUs): on this
@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def sweep(prefix: list[str], args: argparse.Namespace, where: str, env, *more: str) -> float:
     """Seconds of one ``python -m pong sweep`` of the grid into ``where``."""
     command = [*prefix, sys.executable, "-m", "pong", "sweep", f"--env={args.env}",
-               f"--batch-size={args.batch_size}", f"--iterations={args.iterations}",
+               f"--batch-size={args.batch_size}", f"--updates={args.updates}",
                "--watch-every=0", "--workers=1", "--seeds", *map(str, range(1, args.trials + 1)),
                f"--sweep-dir={where}", *more]  # fmt: skip
     start = time.perf_counter()
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--env", default="ALE/Pong-v5")
     parser.add_argument("--trials", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=2)
-    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--updates", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     reason = cannot_make_namespaces()
@@ -79,7 +79,7 @@ def main() -> None:
                     print(f"round {r + 1}: {way}: {took:.1f} s", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"\n{args.trials} trials of {args.iterations} updates of {args.batch_size} games"
+    print(f"\n{args.trials} trials of {args.updates} updates of {args.batch_size} games"
           f" ({args.env}), 1 worker each, 2 at once; {args.rounds} rounds\n")  # fmt: skip
     rows = [[way, " / ".join(f"{s:.1f}" for s in runs), f"{statistics.median(runs):.1f}"]
             for way, runs in seconds.items()]  # fmt: skip

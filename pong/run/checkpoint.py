@@ -189,6 +189,12 @@ def _metadata(path: PathLike, header: bytes) -> dict[str, str]:
     return meta
 
 
+def header_update(path: PathLike, header: bytes) -> int:
+    """The update a checkpoint's JSON header says it holds: read without its tensors."""
+    meta = {OLD_NAMES.get(k, k): v for k, v in _metadata(path, header).items()}
+    return _count(meta, "updates")
+
+
 def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: bool):
     """The checkpoint the tensors and metadata make, every one checked."""
     fmt = meta.get("format")
@@ -202,7 +208,7 @@ def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: 
     shapes, dtype = (POLICY_SHAPES, np.float32) if fmt == POLICY_FORMAT else (SHAPES, np.float64)
     _check_tensors(path, tensors, shapes, np.dtype(dtype))
     cache = {k: np.asfortranarray(tensors[f"cache_{k}"]) for k in POLICY_SHAPES if fmt == FORMAT}
-    meta = {OLD_NAMES.get(k, k): v for k, v in meta.items()}  # an older file's names read too
+    meta = {OLD_NAMES.get(k, k): v for k, v in meta.items()}  # an older file's names too
     try:
         settings = {f.name: _value(f, meta[f.name]) for f in dataclasses.fields(Config)}
         return Checkpoint(

@@ -10,7 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
-from pong.run.checkpoint import FILENAME, MAX_HEADER_BYTES, CheckpointError, _count, _metadata
+from pong.run.checkpoint import FILENAME, MAX_HEADER_BYTES, CheckpointError, header_update
 from pong.run.errors import first_line
 from pong.run.files import atomic_write, open_file
 
@@ -151,7 +151,7 @@ class Storage:
                 try:  # the update, from the header alone
                     data = self.read(f"{rel}/{FILENAME}", 8 + MAX_HEADER_BYTES, head=True)
                     header = data[8 : 8 + int.from_bytes(data[:8], "little")]
-                    found.append((_count(_metadata(rel, header), "iteration"), rel))
+                    found.append((header_update(rel, header), rel))
                 except (OSError, CheckpointError, KeyError, ValueError):
                     pass  # none there, or damaged
         return sorted(found, reverse=True)

@@ -1,4 +1,4 @@
-"""Seeds and settings swept on Ray Tune: ``python -m pong sweep --seeds 1 2 --iterations 100``.
+"""Seeds and settings swept on Ray Tune: ``python -m pong sweep --seeds 1 2 --updates 100``.
 
 Each setting of the grid is a Tune trial: a run trained by ``pong.run.training.train`` in a
 directory of its node, reported after every update as its checkpoint, which Tune copies to the
@@ -34,7 +34,7 @@ from pong.run.checkpoint import unique
 from pong.run.config import Config, Options, add_flags
 from pong.run.config import path as nonempty_path
 from pong.run.errors import UsageError, command, first_line, printable
-from pong.run.metrics import UPDATES, MetricsFileError, _WholeLines, rows
+from pong.run.metrics import UPDATES, MetricsFileError, rows
 from pong.run.stops import STOPS, Stops
 from pong.run.storage import CHECKPOINT_PREFIX, Storage, StorageError, is_uri
 
@@ -50,13 +50,14 @@ MAX_TRIALS = 1000
 MAX_DEFINITION = 4 * 2**20  # bytes of sweep.json: 1,000 trials take about 200 KB
 MAX_METRICS = 256 * 2**20  # bytes of a remote updates.csv read for the summary
 SWEPT = ("batch_size", "learning_rate", "decay_rate", "seed")  # flags that take several values
-PASSED = ("iterations", "until_mean", "workers", "watch_every")  # the driver's, kept in sweep.json
+PASSED = ("updates", "until_mean", "workers", "watch_every")  # the driver's, kept in sweep.json
+OLD_PASSED = {"iterations": "updates"}  # sweep.json before the glossary
 RESUMABLE = ("address", "num_cpus")  # flags a resume takes: where, not what
 HELP = {  # where a sweep's meaning or default is not the driver's
     "seed": "seeds the weights, env resets and action draws (default: 1)",
     "workers": "RolloutWorker actors per trial, one CPU each (default: as many as let the trials"
     " fill the cluster, at most --batch-size)",
-    "iterations": "updates each trial runs in all, counted from its start, also after a --resume"
+    "updates": "updates each trial runs in all, counted from its start, also after a --resume"
     " (default: until Ctrl-C)",
     "until_mean": "also end a trial once its running mean is above R",
 }
@@ -98,7 +99,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                        " trials: a new directory every node sees, or a URI such as"
                        " s3://bucket/prefix (default: runs/sweep- and the start time)")  # fmt: skip
     sweep.add_argument("--scheduler", choices=("fifo", "asha"), help="asha: end hopeless trials"
-                       " early on their running mean (Tune's ASHA; needs --iterations; default:"
+                       " early on their running mean (Tune's ASHA; needs --updates; default:"
                        " fifo, every trial to its end)")  # fmt: skip
     sweep.add_argument("--resume", type=where, metavar="DIR",
                        help="finish the sweep in DIR, each trial from its checkpoint")  # fmt: skip
@@ -113,8 +114,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if given := [a for a in names if getattr(args, a) is not None and a not in allowed]:
         keeps = ", which keeps the sweep's own settings" if mode == "resume" else ""
         parser.error(f"argument --{given[0].replace('_', '-')}: not with --{mode}{keeps}")
-    if args.scheduler == "asha" and args.iterations is None:
-        parser.error("argument --scheduler asha: needs --iterations, the most a trial runs")
+    if args.scheduler == "asha" and args.updates is None:
+        parser.error("argument --scheduler asha: needs --updates, the most a trial runs")
     return args
 
 
@@ -184,6 +185,8 @@ def read_definition(storage: Storage) -> Sweep:
         names = [trial_name(c) for c in configs]
         if len(set(names)) != len(names) or any(c.seed is None for c in configs):
             raise ValueError("trials: each setting once, each with a seed")
+        if isinstance(settings, dict):  # a name it was written with, read as today's
+            settings = {OLD_PASSED.get(k, k): v for k, v in settings.items()}
         if not isinstance(settings, dict) or set(settings) != {*PASSED, "scheduler"}:
             raise ValueError(f"settings: expected {', '.join((*PASSED, 'scheduler'))}")
         for name in PASSED:  # each parsed by its flag's own parser (None: not given)
@@ -196,9 +199,9 @@ def read_definition(storage: Storage) -> Sweep:
             except argparse.ArgumentTypeError as e:
                 raise ValueError(f"settings: {name}: {e}") from None
         if settings["scheduler"] not in ("fifo", "asha") or (
-            settings["scheduler"] == "asha" and settings["iterations"] is None
+            settings["scheduler"] == "asha" and settings["updates"] is None
         ):
-            raise ValueError("settings: scheduler: expected fifo, or asha with iterations")
+            raise ValueError("settings: scheduler: expected fifo, or asha with updates")
         if not isinstance(ended, dict) or not all(
             k in names and v in ENDED for k, v in ended.items()
         ):
@@ -418,7 +421,7 @@ def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[
     spaces = [settings | {"config": dataclasses.asdict(c)} for c in todo]
     bundles = [{}] + [{"CPU": 1, "memory": WORKER_MEMORY}] * workers  # the trial's, each worker's
     trainable = tune.with_parameters(trial, where=str(storage))
-    most, asha = settings["iterations"], settings["scheduler"] == "asha"
+    most, asha = settings["updates"], settings["scheduler"] == "asha"
     asha = asha and ASHAScheduler(time_attr="update", metric="running_mean", mode="max",
                                   max_t=most, grace_period=max(1, most // 10))  # fmt: skip
     parent, name = storage.parent_and_name()
@@ -453,25 +456,25 @@ def trial(space: dict[str, Any], where: str) -> None:
     try:
         run = _trial_run(config, storage, local)
         run.watch_every = settings["watch_every"]
-        iterations, goal = settings["iterations"], settings["until_mean"]
-        mean = run.saved.running_reward if run.saved else None
+        updates, goal = settings["updates"], settings["until_mean"]
+        mean = run.saved.running_mean if run.saved else None
         if _done(settings, run.saved_at, mean):
             run.close()  # it ended before the sweep could write so: said again, for the sweep
             tune.report({"update": run.saved_at, "running_mean": mean})  # a mean: it has played
             return
 
         def report(update, trainer) -> None:
-            mean = -math.inf if trainer.running_reward is None else trainer.running_reward
+            mean = -math.inf if trainer.running_mean is None else trainer.running_mean
             tune.report(
-                {"update": trainer.iteration, "games": trainer.episodes, "running_mean": mean,
+                {"update": trainer.updates, "games": trainer.games, "running_mean": mean,
                  "steps_per_s": update.steps_per_second, "seconds": update.seconds},
                 checkpoint=tune.Checkpoint.from_directory(str(local)),
             )  # fmt: skip
-            if trainer.iteration == first + 1:  # the checkpoints of earlier launches are older
+            if trainer.updates == first + 1:  # the checkpoints of earlier launches are older
                 storage.prune(name, keep=f"{name}/{Path(tune.get_checkpoint().path).name}")
 
-        first, remaining = run.saved_at, iterations and iterations - run.saved_at
-        options = Options(iterations=remaining, until_mean=goal, workers=settings["workers"])
+        first, remaining = run.saved_at, updates and updates - run.saved_at
+        options = Options(updates=remaining, until_mean=goal, workers=settings["workers"])
         train(run, options, Stops(), after=report)
     finally:
         shutil.rmtree(local.parent, ignore_errors=True)
@@ -481,7 +484,7 @@ def _done(settings: dict[str, Any], update: int, mean: float | None) -> bool:
     """Whether a trial has run its updates or passed its running-mean goal."""
     from pong.run.report import reached
 
-    return (settings["iterations"] or math.inf) <= update or reached(mean, settings["until_mean"])
+    return (settings["updates"] or math.inf) <= update or reached(mean, settings["until_mean"])
 
 
 def _trial_run(config: Config, storage: Storage, local: Path):
@@ -606,7 +609,7 @@ def updates_of(storage: Storage, name: str) -> list[dict[str, str]]:
         if not storage.remote:
             return list(rows(Path(storage.root, rel)))
         data = storage.read(rel, MAX_METRICS)
-        return [dict(r) for r in _WholeLines(Path(rel), lambda: io.BytesIO(data)).rows()]
+        return list(rows(Path(rel), lambda: io.BytesIO(data)))
     except (MetricsFileError, StorageError, FileNotFoundError) as e:
         print(f"note: {name}: {first_line(e)}", flush=True)
         return []
@@ -624,8 +627,8 @@ def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
         final, to_zero, seconds, ended = [], [], 0.0, []
         for c in trials:
             updates = updates_of(storage, trial_name(c))
-            final += [float(updates[-1]["running_reward"])] if updates else []
-            zero = [int(u["episodes"]) for u in updates if float(u["running_reward"]) > 0]
+            final += [float(updates[-1]["running_mean"])] if updates else []
+            zero = [int(u["games"]) for u in updates if float(u["running_mean"]) > 0]
             to_zero.append(zero[0] if zero else math.inf)
             seconds += sum(float(u["seconds"]) for u in updates)
             ended.append(sweep.ended.get(trial_name(c), "unfinished" if updates else "not started"))

@@ -18,7 +18,7 @@ def trial_checkpoint(sweep: Path, trial: str, number: int, update: int) -> Path:
     """``sweep/trial/checkpoint_<number>`` holding a checkpoint of update ``update``."""
     directory = sweep / trial / f"checkpoint_{number:06d}"
     directory.mkdir(parents=True)
-    save(directory / FILENAME, dataclasses.replace(make_checkpoint(), iteration=update))
+    save(directory / FILENAME, dataclasses.replace(make_checkpoint(), updates=update))
     return directory
 
 

@@ -17,21 +17,21 @@ import pytest
 from pong.run.checkpoint import load
 from pong.run.config import Config
 from pong.run.errors import UsageError, command
-from pong.run.sweep import MAX_TRIALS, PASSED, main, trial_name
+from pong.run.sweep import DEFINITION, MAX_TRIALS, PASSED, Sweep, main, trial_name
 from tests.helpers import ROOT, run_driver, wait_for
 
 ITERATIONS = 60  # toy updates (about 0.05 s each): long enough to be stopped in the middle
-TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--iterations={ITERATIONS}", "--watch-every=0"]
+TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={ITERATIONS}", "--watch-every=0"]
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--seeds", *map(str, range(MAX_TRIALS + 1))], "more than 1,000"),
-        (["--scheduler", "asha"], "--scheduler asha: needs --iterations"),
+        (["--scheduler", "asha"], "--scheduler asha: needs --updates"),
         (["--resume", "{tmp}/x", "--seeds", "1"], "argument --seed: not with --resume"),
         (["--resume", "{tmp}"], "no sweep there"),
-        (["--resume", "{tmp}", "--iterations", "3"], "--iterations: not with --resume"),
+        (["--resume", "{tmp}", "--iterations", "3"], "--updates: not with --resume"),
         (["--resume", "{tmp}", "--scheduler", "asha"], "--scheduler: not with --resume"),
         (["--sweep-dir", "{tmp}/file/sub"], "is not a directory"),
         (["--sweep-dir", "{tmp}"], "holds files already"),
@@ -92,7 +92,7 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
     for run in _runs():  # each kept its last update: the checkpoint holds updates.csv's last row
         directory = _latest(sweep / run)
         update = (directory / "updates.csv").read_text().splitlines()[-1].split(",")[0]
-        assert load(directory).iteration == int(update) >= 1
+        assert load(directory).updates == int(update) >= 1
     payload = plant_pickles(sweep, tmp_path / "pwned")
     again = subprocess.run(
         [sys.executable, "-m", "pong", "sweep", "--resume", str(sweep), f"--address={address}"],
@@ -128,7 +128,7 @@ def test_a_failed_trial_is_one_line_and_asha_stops_a_hopeless_one(tmp_path, shar
     sweep = tmp_path / "sweep"
     grid = ["--seeds", "3", "1", "--learning-rate", "1e-2", "1e300", "--scheduler", "asha"]
     done = subprocess.run(
-        [sys.executable, "-m", "pong", "sweep", *TOY[:2], "--iterations=6", "--watch-every=0",
+        [sys.executable, "-m", "pong", "sweep", *TOY[:2], "--updates=6", "--watch-every=0",
          *grid, f"--sweep-dir={sweep}", "--workers=2"],
         cwd=ROOT, env={**shared_ray[1], "RAY_ADDRESS": shared_ray[0]},  # as driver.py, Ray's own
         capture_output=True, text=True, timeout=300,
@@ -161,7 +161,7 @@ def _latest(trial: Path) -> Path:
     stop came between its saving a new one and deleting the one before)."""
     directories = [p for p in trial.iterdir() if p.name.startswith("checkpoint_")]
     assert 1 <= len(directories) <= 2, directories
-    return max(directories, key=lambda d: load(d).iteration)
+    return max(directories, key=lambda d: load(d).updates)
 
 
 class _Payload:
@@ -224,7 +224,7 @@ def test_a_damaged_sweep_json_is_one_line_before_ray_starts(
     if "learning_rate" in message:
         body["trials"][0]["learning_rate"] = -1
     elif "scheduler" in message:
-        body["settings"]["scheduler"] = "asha"  # without iterations
+        body["settings"]["scheduler"] = "asha"  # without updates
     elif "ended" in message:
         body["ended"] = {"someone-else": "done"}
     elif "env" in message:
@@ -289,8 +289,8 @@ def test_the_summary_counts_every_trial_marks_the_best_and_notes_bad_files(
     settings = dict.fromkeys(PASSED) | {"scheduler": "fifo"}
     sweep = Sweep(configs, settings, ended={trial_name(configs[0]): "done"})
     ran = trial_checkpoint(tmp_path, trial_name(configs[0]), 0, 2)
-    header = "update,episodes,steps,seconds,steps_per_s,running_reward,reward_mean,reward_min,"
-    header += "reward_max,games_by_node\n"
+    header = "update,episodes,steps,seconds,steps_per_s,running_mean,score_mean,score_min,"
+    header += "score_max,games_by_node\n"
     rows = ["1,10,1000,2.5,400,-0.5,-1,-2,0,a=10\n", "2,40,2000,3.5,570,0.25,1,0,2,a=10\n"]
     (ran / "updates.csv").write_text(header + "".join(rows))
     linked = trial_checkpoint(tmp_path, trial_name(configs[1]), 0, 2)
@@ -320,7 +320,7 @@ def test_a_trial_resumes_from_the_latest_checkpoint_that_can_be_resumed(tmp_path
     for number, update in ((0, 3), (1, 4)):
         (tmp_path / name / f"checkpoint_{number:06d}").mkdir(parents=True)
         path = tmp_path / name / f"checkpoint_{number:06d}" / FILENAME
-        save(path, dataclasses.replace(make_checkpoint(), iteration=update, config=config))
+        save(path, dataclasses.replace(make_checkpoint(), updates=update, config=config))
     newest = tmp_path / name / "checkpoint_000001" / FILENAME
     newest.write_bytes(newest.read_bytes()[:-8] + b"\xff" * 8)  # NaN in cache_W2
     run = _trial_run(config, Storage(tmp_path), tmp_path / "local")
@@ -368,3 +368,16 @@ def test_download_refuses_what_it_cannot_copy_in_one_line(make, message, tmp_pat
     assert main(["--download", str(source), str(dest)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
+
+
+def test_a_sweep_json_written_before_the_glossary_reads_iterations_as_updates(tmp_path) -> None:
+    from pong.run.storage import Storage
+    from pong.run.sweep import read_definition
+
+    configs = [Config(env="PongToy/Catch-v0", seed=s) for s in (1, 2)]
+    settings = dict.fromkeys(PASSED) | {"scheduler": "asha", "updates": 6, "watch_every": 0}
+    body = json.loads(Sweep(configs, settings).to_json())
+    body["settings"]["iterations"] = body["settings"].pop("updates")  # as written before
+    (tmp_path / DEFINITION).write_text(json.dumps(body))
+    read = read_definition(Storage(tmp_path))
+    assert read.settings == settings and read.configs == configs

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.cluster]
 SEEDS = (1, 2)
 ITERATIONS = 40
 FLAGS = ["--env=PongToy/Catch-v0", "--batch-size=2", "--learning-rate=3e-3", "--watch-every=0"]
-TOY = [*FLAGS, f"--iterations={ITERATIONS}"]
+TOY = [*FLAGS, f"--updates={ITERATIONS}"]
 
 
 @pytest.fixture(scope="module")
