@@ -40,9 +40,9 @@ def zeros_like_weights(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 class SparseGame(NamedTuple):
     """One game of T steps as the fast path stores it: step ``t``'s input is
     ``values[offsets[t]:offsets[t+1]]`` at pixels ``indices[offsets[t]:offsets[t+1]]``, zero
-    elsewhere. 8 bytes a step of offset, 3 per non-zero input (~26 a step), 25 of ReLU
-    pattern and 16 of ``epdlogp`` and reward: ~127 (benchmarks/single_core.py), where 2016's
-    ``epx`` and ``eph`` took 52.8 KB."""
+    elsewhere. A step takes 8 bytes of offset, 3 for each non-zero input (~26 of them: 78),
+    25 of ReLU pattern and 16 of ``epdlogp`` and reward: ~127 (benchmarks/single_core.py),
+    where 2016's ``epx`` and ``eph`` took 52.8 KB."""
 
     offsets: np.ndarray  # (T + 1,) int64, from 0
     indices: np.ndarray  # (N,) uint16 pixel indices

@@ -69,7 +69,7 @@ def test_the_real_training_loop_learns_the_toy(tmp_path, shared_ray) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     with open(run / "games.csv", newline="") as f:
-        scores = [float(row["reward"]) for row in csv.DictReader(f)]
+        scores = [float(row["score"]) for row in csv.DictReader(f)]
     assert len(scores) == 600
     first, last = np.mean(scores[:100]), np.mean(scores[-100:])
     assert last - first >= 3.0 and last >= 1.5, (first, last)

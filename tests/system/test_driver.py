@@ -114,7 +114,7 @@ def test_help_lists_every_flag(capsys) -> None:
     out = capsys.readouterr().out
     for flag in (
         "--batch-size",
-        "--iterations",
+        "--updates",
         "--redis-address",
         "--address",
         "--env",
@@ -125,7 +125,7 @@ def test_help_lists_every_flag(capsys) -> None:
         "--checkpoint-every",
         "--resume",
         "--evaluate",
-        "--episodes",
+        "--games",
         "--record",
     ):
         assert flag in out
@@ -157,7 +157,7 @@ def test_one_update_then_resume_one_more(tmp_path, shared_ray) -> None:
     for n, match in enumerate(batches, start=1):
         assert int(match[1]) == n and int(match[2]) == 2 and int(match[3]) > 200
         assert -21 <= float(match[6]) <= 21
-    assert lines[-1].startswith("Done: 1 update (1 in this run), 2 episodes")
+    assert lines[-1].startswith("Done: 1 update (1 in this run), 2 games")
     assert "Traceback" not in proc.stderr
     saved = load(run)
     assert (saved.updates, saved.games, saved.config.batch_size) == (1, 2, 2)
@@ -174,13 +174,13 @@ def test_one_update_then_resume_one_more(tmp_path, shared_ray) -> None:
     [batch2] = [BATCH_LINE.match(line) for line in proc.stdout.splitlines() if line[:5] == "Batch"]
     assert batch2 and batch2[1] == "2"
 
-    updates, episodes = _csv(run / "updates.csv"), _csv(run / "games.csv")
+    updates, games = _csv(run / "updates.csv"), _csv(run / "games.csv")
     assert [row["update"] for row in updates] == ["1", "2"]
-    assert [row["episode"] for row in episodes] == [str(i) for i in range(1, 5)]
-    # The running mean went on from the saved one, episode by episode in game order.
+    assert [row["game"] for row in games] == [str(i) for i in range(1, 5)]
+    # The running mean went on from the saved one, game by game in game order.
     running = saved.running_mean
-    for row in episodes[2:]:
-        running = running * 0.99 + float(row["reward"]) * 0.01
+    for row in games[2:]:
+        running = running * 0.99 + float(row["score"]) * 0.01
     assert float(updates[1]["running_mean"]) == pytest.approx(running, abs=1e-12)
     resumed = load(run)
     assert (resumed.updates, resumed.games) == (2, 4)
@@ -236,7 +236,7 @@ def test_until_mean_stops_at_the_first_update_above_it_and_a_resume_past_it_is_r
     assert load(run).updates == len(running)  # saved where it stopped
     assert proc.stdout.splitlines()[-1] == (
         f"Done: {len(running)} updates ({len(running) - 2} in this run), {4 * len(running)}"
-        f" episodes, best running mean {running[-1]:.2f}; the running mean is above -2.5;"
+        f" games, best running mean {running[-1]:.2f}; the running mean is above -2.5;"
         f" checkpoint: {run}/checkpoint.safetensors"
     )
 
