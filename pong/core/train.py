@@ -1,9 +1,10 @@
-"""``Trainer``: the model, RMSProp's cache and the counters on the driver, and one update:
-``play`` has the ``Dealer`` deal the games and adds each result in game order (``Update.add``)
-whatever order they finish in, so that a seed gives the same bytes with any workers, nodes
-or resume (floating-point sums depend on their order); ``apply`` is RMSProp. Ray's example
-added results as they came, from one worker per game; here a worker per CPU plays the next
-game as it finishes one (docs/algorithm.md).
+"""``Trainer``: the update loop of Ray's Pong example. Put the model in Ray's object store,
+have the workers play the update's games, add each game's gradient to the sum, then take one
+RMSProp step. Two differences (docs/algorithm.md says why): one worker per CPU, each given the
+next game as it finishes one, and the gradients added in game order, whatever order the games
+finish in, so that a seed gives the same bytes with any workers, nodes or resume. Who plays
+which game, workers lost and restarted, and backups are the ``Dealer``'s
+(``pong.core.schedule``, the last chapter), behind one call: ``Dealer.games``.
 """
 
 from __future__ import annotations
@@ -52,10 +53,10 @@ class Update:
     held: dict[int, Result] = field(default_factory=dict)  # games in before an earlier one
     nodes: dict[str, int] = field(default_factory=dict)  # games played on each node, by name
 
-    def add(self, game: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
-        """Add game ``game`` (from 0) once every earlier game is added; until then it is held
+    def add(self, index: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
+        """Add game ``index`` (from 0) once every earlier game is added; until then it is held
         (at worst, game 0 last, a ``SparseGrad`` for each other game of the update)."""
-        self.held[game] = result
+        self.held[index] = result
         while self.played in self.held:
             result = self.held.pop(self.played)
             if result.note:
@@ -89,10 +90,10 @@ class Trainer:
     """The driver's side of training: the model, RMSProp's cache, the counters, the workers.
 
     ``seed`` seeds the weights (unless ``state`` is given to continue from) and, by
-    independent child seeds, every game. ``workers`` ``RolloutWorker`` actors (``None``:
-    ``worker_count``) each call ``make_env`` once; ``placement`` is Ray's options placing
-    them, from whoever starts them (``None``: spread over the nodes). ``say`` and
-    ``wait_for_workers`` go to the ``Dealer``.
+    independent child seeds, every game. It starts ``workers`` workers (``None``:
+    ``worker_count``), each calling ``make_env`` once; ``placement`` is the Ray options that
+    place them (``None``: spread over the nodes). ``say`` and ``wait_for_workers`` go to the
+    ``Dealer``.
     """
 
     def __init__(
@@ -103,23 +104,24 @@ class Trainer:
     ) -> None:  # fmt: skip
         self.batch_size, self.seed = batch_size, seed
         self.learning_rate, self.decay_rate = learning_rate, decay_rate
-        (model_seed,) = np.random.SeedSequence(seed).spawn(1)  # games use other keys
+        # The weights' seed has spawn key (0,); a game's is (update, index), update from 1
+        (model_seed,) = np.random.SeedSequence(seed).spawn(1)
         self.model = Model(model_seed)
         self.grad_buffer = zeros_like_weights(self.model.weights)  # the update's gradient sum
         fresh = State(self.model.weights, self.grad_buffer, 0, 0, 0, None, None)  # cache: 0s
         self._restore(fresh if state is None else state)
-        workers = workers or worker_count(batch_size)
+        count = workers or worker_count(batch_size)
         cpus = int(ray.cluster_resources().get("CPU", 0))  # so many can start at once
         options = {"scheduling_strategy": "SPREAD"} if placement is None else placement
-        actors = [RolloutWorker.options(**options).remote(make_env) for _ in range(workers)]
+        started = [RolloutWorker.options(**options).remote(make_env) for _ in range(count)]
         self.dealer = Dealer(  # waits for those that can start at once
-            actors, seed, expect=min(workers, cpus), say=say, wait_for_workers=wait_for_workers
+            started, seed, expect=min(count, cpus), say=say, wait_for_workers=wait_for_workers
         )
 
     def update(self) -> Update:
-        """One update: ``play``, then ``apply``."""
+        """One update: ``play``, then ``rmsprop_step``."""
         update = self.play()
-        self.apply(update)
+        self.rmsprop_step(update)
         return update
 
     def play(self) -> Update:
@@ -132,15 +134,15 @@ class Trainer:
             update.add(game, result, self.grad_buffer)
         return update
 
-    def apply(self, update: Update) -> None:
-        """RMSProp with ``update``'s gradient sum, then count it in the state; a
-        ``NonFiniteError``, changing nothing, where no game gave a finite gradient or the
-        weights would stop being finite."""
+    def rmsprop_step(self, update: Update) -> None:
+        """RMSProp with ``update``'s gradient sum, then the update counted in the state. Where
+        no game gave a finite gradient, or the weights would stop being finite, it raises
+        ``NonFiniteError`` and changes nothing."""
         lr = self.learning_rate
         problem = "no game of the update gave a finite gradient"
         if update.dropped < update.played:
             try:
-                self.model.update(self.grad_buffer, self.rmsprop_cache, lr, self.decay_rate)
+                self.model.rmsprop_step(self.grad_buffer, self.rmsprop_cache, lr, self.decay_rate)
                 problem = ""
             except FloatingPointError as e:
                 problem = str(e)
@@ -151,7 +153,7 @@ class Trainer:
             )
         update.seconds = time.perf_counter() - update.started
         notes, update.nodes = self.dealer.news()
-        update.messages[:0] = notes  # workers lost or up, if any, come first
+        update.messages[:0] = notes  # the workers' news, if any, comes first
         self.updates += 1
         self.games += update.played
         self.steps += update.steps
