@@ -130,8 +130,8 @@ class Trainer:
         for g in self.grad_buffer.values():
             g.fill(0)  # here, not after the update: a stopped update leaves a partial sum
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
-        for game, result in self.dealer.games(update.number, self.batch_size, model_ref):
-            update.add(game, result, self.grad_buffer)
+        for index, result in self.dealer.games(update.number, self.batch_size, model_ref):
+            update.add(index, result, self.grad_buffer)
         return update
 
     def rmsprop_step(self, update: Update) -> None:
