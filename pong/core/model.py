@@ -3,8 +3,8 @@
 Names are 2016's: ``H`` hidden units, ``D`` inputs, ``W1`` (H, D), ``W2`` (H,), ``aprob`` =
 P(action 2); for a game of T steps ``epx`` (T, D) inputs, ``eph`` (T, H) hidden states,
 ``epdlogp`` and ``epr`` (T,). First 2016's dense ``policy_forward`` and ``policy_backward``,
-then the same formulas on the ~26 non-zero entries (each -1 or +1) of a difference frame,
-which training uses; the tests check that they agree up to rounding."""
+then what training uses: the same on the ~26 non-zero entries (each -1 or +1) of a difference
+frame, equal up to rounding (the tests check)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,7 @@ def zeros_like_weights(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def policy_forward(model: Model, x: np.ndarray) -> tuple[float, np.ndarray]:
-    """2016's forward pass for one (D,) input: ``(aprob, h)``, P(action 2) and the (H,)
-    hidden state."""
+    """2016's forward pass for one (D,) input: ``(aprob, h)``, h the (H,) hidden state."""
     h = model.weights["W1"] @ x
     h[h < 0] = 0  # ReLU
     logp = float(model.weights["W2"] @ h)  # 2016's name; it holds the logit, not a log-probability
@@ -49,9 +48,8 @@ def policy_forward(model: Model, x: np.ndarray) -> tuple[float, np.ndarray]:
 
 
 def policy_backward(model: Model, eph: np.ndarray, epx: np.ndarray, epdlogp: np.ndarray) -> dict:
-    """2016's backward pass for one game: ``{"W1": (H, D), "W2": (H,)}``, the gradient of
-    ``sum_t epdlogp[t] * logit_t``, where 2016 had already multiplied ``epdlogp`` by the
-    advantages."""
+    """2016's backward pass for one game: the gradient ``{"W1": (H, D), "W2": (H,)}`` of
+    ``sum_t epdlogp[t] * logit_t``, ``epdlogp`` weighted by the advantages (as 2016 did)."""
     epdlogp = np.asarray(epdlogp).ravel()
     dW2 = eph.T @ epdlogp
     dh = np.outer(epdlogp, model.weights["W2"])
@@ -71,8 +69,7 @@ class SparseGame(NamedTuple):
     indices: np.ndarray  # (N,) uint16 pixel indices
     values: np.ndarray  # (N,) int8: -1, an object left; +1, one arrived
     active: np.ndarray  # (T, 25) uint8 np.packbits(h > 0): all of eph the backward pass needs
-    epdlogp: np.ndarray  # (T,) y - aprob: d log P(action taken) / d logit (y = 1 for action 2),
-    # not yet multiplied by the advantages
+    epdlogp: np.ndarray  # (T,) y - aprob = d log P(action taken) / d logit; not yet weighted
     epr: np.ndarray  # (T,) each step's reward
 
 
@@ -132,8 +129,8 @@ class Model:
         return sigmoid(float(self.weights["W2"] @ h)), h
 
     def policy_backward_sparse(self, game: SparseGame, weighted: np.ndarray) -> SparseGrad:
-        """``policy_backward`` for ``game``, with ``weighted`` (T,) = ``game.epdlogp`` times
-        the advantages as its ``epdlogp``, never building the (T, D) ``epx``.
+        """``policy_backward`` for ``game`` and ``weighted`` (T,), ``game.epdlogp`` times the
+        advantages, never building the (T, D) ``epx``.
 
         Derivation: let ``on[t, j] = eph[t, j] > 0`` and ``G[j] = sum_t weighted[t] * on[t, j]
         * x_t``. ``policy_backward``'s ``dh``, zeroed where off, gives ``dW1[j] = (dh.T @
@@ -157,10 +154,9 @@ class Model:
         return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 
     def rmsprop_step(self, grad_buffer: dict, rmsprop_cache: dict, learning_rate, decay_rate):
-        """RMSProp ascent, written as 2016's two lines (computing them into fewer arrays was
-        no faster: benchmarks/README.md). New arrays replace the old in ``self.weights`` and
-        ``rmsprop_cache``, which a checkpoint may hold. Where any of it is not finite, it
-        raises ``FloatingPointError`` and changes nothing."""
+        """RMSProp ascent as 2016's two lines (fewer arrays were no faster: benchmarks/README.md).
+        New arrays replace the old in ``self.weights`` and ``rmsprop_cache``, which a checkpoint
+        may hold; where any is not finite, a ``FloatingPointError`` and nothing changed."""
         for k in self.weights:
             if not np.all(np.isfinite(grad_buffer[k])):
                 raise FloatingPointError(f"refusing a non-finite gradient for {k}")

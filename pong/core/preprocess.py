@@ -43,8 +43,7 @@ def preprocess(frame: np.ndarray) -> np.ndarray:
 
 
 class Frames(Protocol):
-    """A game's frames, binarized, as a game is played: ``GymFrames``, or an env's faster
-    reader of the same frames."""
+    """A game's frames, binarized, step by step: ``GymFrames``, or an env's faster equal."""
 
     def reset(self, seed: int | None = None) -> np.ndarray:
         """Start a game; its first frame, binarized: (6400,) bool."""

@@ -16,7 +16,6 @@ from pong.core.rewards import advantages, gamma
 from pong.core.rollout import DOWN, UP
 
 __all__ = ["DenseGame", "dense_grad", "dense_inputs", "game_gradient_dense", "play_game_dense"]
-__all__ += ["policy_backward", "policy_forward"]
 
 
 class DenseGame(NamedTuple):

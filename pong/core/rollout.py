@@ -1,5 +1,4 @@
-"""One game played with the policy and stored as a ``SparseGame``, and its gradient. The
-tests compare them with ``pong.core.reference``, which plays the same game as 2016 did."""
+"""One game played with the policy and stored as a ``SparseGame``, and its gradient."""
 
 from __future__ import annotations
 

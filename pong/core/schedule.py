@@ -1,28 +1,23 @@
-"""``Dealer``: the last chapter, which a first reading can skip. It hands an update's games
-to the workers as they come and go, and starts backups of slow games. A game is seeded by its
-index (``game_seed``), so it is the same game on any worker and can be started again. The
-dealer's words are in docs/algorithm.md ("The dealer's words"): a game is *dealt* to a worker
-as a numbered *copy*; each remote call has a *reply*; a worker is *up* while free or playing.
+"""``Dealer``, the last chapter, which a first reading can skip: an update's games dealt to the
+workers as they come and go, and backups of slow games. A game's seed (``game_seed``) makes it
+the same game on any worker. The words are docs/algorithm.md's "The dealer's words".
 
-A worker's state is kept in this table alone. It changes only on what Ray reports (a reply,
-or an error), never on a count or a timer of ours. A worker Ray cannot place yet is waiting
-(an autoscaler adds a node for it).
+A worker's state is kept in these fields alone, and changes only on what Ray reports (a reply
+or an error), never on a count or a timer of ours:
 
-| state   | kept in                                   | changes when                              |
-|---------|-------------------------------------------|-------------------------------------------|
-| waiting | a ``describe`` call in ``calls``, or      | Ray replies: free. Ray says it died for   |
-|         | ``retry`` (asked again after a pause)     | good: gone                                |
-| free    | ``free`` and ``up``                       | it is dealt a game: playing               |
-| playing | a copy's call in ``calls``; ``up``        | it replies: free. It is lost (process or  |
-|         |                                           | node): waiting; its game is dealt again   |
-|         |                                           | if this update still needs it and no      |
-|         |                                           | other copy of it is in flight             |
-| gone    | ``gone``                                  | never: Ray's restarts of it are used up   |
+- waiting (a ``describe`` call in ``calls``, or in ``retry`` to ask again after a pause): Ray
+  replies -> free; Ray says it died for good -> gone. An autoscaler adds a node for a worker
+  Ray cannot place.
+- free (in ``free`` and ``up``): it is dealt a game -> playing.
+- playing (a copy's call in ``calls``; in ``up``): it replies -> free; it is lost (its process
+  or node) -> waiting, its game dealt again if the update still needs it and no other copy of
+  it is in flight.
+- gone (in ``gone``): stays; Ray's restarts of it are used up.
 
 A free worker is dealt the next undealt game, games lost with a worker first. Once all are
-dealt, it gets a backup: a second copy of the game in flight longest, once that is past
-``BACKUP_AFTER`` times the update's median game (MapReduce's backup tasks). The first copy to
-reply with a result counts; the other is told to stop.
+dealt, it gets a backup: a second copy of the game in flight longest, past ``BACKUP_AFTER``
+times the update's median game (MapReduce's backup tasks). The first copy to reply with a
+result counts; the other is told to stop.
 """
 
 from __future__ import annotations
@@ -53,11 +48,10 @@ class WorkerError(RuntimeError):
 
 
 class Call(NamedTuple):
-    """A call in flight to worker ``worker``: a copy of game ``index`` of update ``update``
-    (both numbers), or a ``describe`` (``index`` None)."""
+    """A call in flight: a copy of game ``index`` of update ``update``, or a ``describe``."""
 
     worker: int
-    index: int | None
+    index: int | None  # None: a describe
     update: int
     since: float  # time.monotonic() when sent
     copy: int = -1  # the copy's number
@@ -74,15 +68,10 @@ def _started(describes: list[ray.ObjectRef], expect: int) -> list[ray.ObjectRef]
     return done
 
 
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip() or type(error).__name__).splitlines()[0]
-
-
 class Dealer:
     """Deals each update's games to ``workers`` (``RolloutWorker`` handles), seeded from the
-    run's ``seed``. It waits up to ``START_WAIT_S`` for the ``expect`` that can start at once
-    (the cluster's CPUs). ``say`` takes the lines of a wait for a worker to be up, which ends
-    in a ``WorkerError`` after ``wait_for_workers`` seconds (``None``: never)."""
+    run's ``seed``, once the ``expect`` that can start at once are up (``START_WAIT_S`` at most).
+    ``say`` takes the lines of a wait for a worker up, ended by ``wait_for_workers`` seconds."""
 
     def __init__(
         self, workers: list, seed: int, expect: int = 1, say: Callable = print,
@@ -115,9 +104,7 @@ class Dealer:
         """Workers neither up nor gone: not placed yet, or lost and not restarted yet."""
         return len(self.workers) - len(self.up) - len(self.gone)
 
-    def games(
-        self, update: int, batch_size: int, model_ref: ray.ObjectRef
-    ) -> Iterator[tuple[int, Result]]:
+    def games(self, update: int, batch_size: int, model_ref) -> Iterator[tuple[int, Result]]:
         """Play update ``update``'s ``batch_size`` games with the model at ``model_ref``:
         ``(index, Result)`` for each game as it is done, in the order they finish."""
         self.start(update, batch_size, model_ref)
@@ -170,10 +157,9 @@ class Dealer:
         return ready[0] if ready else None
 
     def take(self, ref: ray.ObjectRef) -> tuple[int | None, Result | None]:
-        """``(index, result)`` where ``ref``'s reply is the first result of a game of this
-        update, else ``(None, None)``. The reply is fetched after the free workers are dealt,
-        so a slow link holds no one up. Every reply is fetched, a losing copy's gradient too:
-        only ``ray.get`` tells a result from a lost worker."""
+        """``(index, result)`` where ``ref``'s reply is a game's first result, else ``(None,
+        None)``. Fetched after the free workers are dealt: a slow link holds no one up. A losing
+        copy's gradient is fetched too: only ``ray.get`` tells a result from a lost worker."""
         call = self.calls.pop(ref)
         i, index = call.worker, call.index
         counted = self._current(call)
@@ -273,21 +259,20 @@ class Dealer:
         )
 
     def _lost(self, call: Call, error: ray.exceptions.RayActorError) -> None:
-        """Worker ``call.worker`` was lost instead of replying: its game goes back to be dealt
-        (if no other copy of it is in flight). A worker that was up, or whose copy's call
-        failed, is asked again where it is; one Ray calls unavailable (restarting), after a
-        pause; one Ray says died for good is gone."""
+        """Worker ``call.worker`` was lost instead of replying; its game is dealt again if
+        needed (the module's list). A worker that was up, or whose copy failed, is asked again
+        where it is; one Ray calls unavailable (restarting), after a pause; one Ray says died
+        for good is gone."""
         i, index = call.worker, call.index
-        if self._current(call) and not any(
-            c.index == index and c.update == call.update for c in self.calls.values()
-        ):
+        others = any(c.index == index and c.update == call.update for c in self.calls.values())
+        if again := self._current(call) and not others:
             self.undealt.appendleft(index)
         self.free.discard(i)
         if self.up.pop(i, None) is not None or index is not None:
             self._describe(i)
-            again = f"; game {index} goes to the next worker free" if self._current(call) else ""
+            then = f"; game {index} goes to the next worker free" if again else ""
             self.notes.append(
-                f"note: RolloutWorker {i} was lost (its process or node){again}; it plays"
+                f"note: RolloutWorker {i} was lost (its process or node){then}; it plays"
                 " again once Ray restarts it, where a CPU is free"
             )
         elif isinstance(error, ray.exceptions.ActorUnavailableError):
@@ -296,8 +281,9 @@ class Dealer:
         else:
             self.gone.add(i)
             self.retry.pop(i, None)
+            why = (str(error).strip() or type(error).__name__).splitlines()[0]
             self.notes.append(
-                f"note: RolloutWorker {i} is gone for good ({_first_line(error)}); the run goes"
+                f"note: RolloutWorker {i} is gone for good ({why}); the run goes"
                 f" on with the other {len(self.workers) - len(self.gone)}"
             )
 

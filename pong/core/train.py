@@ -1,11 +1,9 @@
-"""``Trainer``: the update loop of Ray's Pong example. Put the model in Ray's object store,
-have the workers play the update's games, add each game's gradient to the sum, then take one
-RMSProp step. Two differences (docs/algorithm.md says why): one worker per CPU, each given the
-next game as it finishes one, and the gradients added in game order, whatever order the games
-finish in, so that a seed gives the same bytes with any workers, nodes or resume. Who plays
-which game, workers lost and restarted, and backups are the ``Dealer``'s
-(``pong.core.schedule``, the last chapter), behind one call: ``Dealer.games``.
-"""
+"""``Trainer``: the update loop of Ray's Pong example: put the model in Ray's object store,
+have the workers play the update's games, add up their gradients, take one RMSProp step. Two
+changes (docs/algorithm.md says why): one worker per CPU, given the next game as it finishes
+one, and gradients added in game order, so that a seed gives the same bytes with any workers,
+nodes or resume. Which worker plays which game is the ``Dealer``'s (``pong.core.schedule``,
+the last chapter), behind one call: ``Dealer.games``."""
 
 from __future__ import annotations
 
@@ -88,13 +86,10 @@ class Update:
 
 class Trainer:
     """The driver's side of training: the model, RMSProp's cache, the counters, the workers.
-
     ``seed`` seeds the weights (unless ``state`` is given to continue from) and, by
     independent child seeds, every game. It starts ``workers`` workers (``None``:
-    ``worker_count``), each calling ``make_env`` once; ``placement`` is the Ray options that
-    place them (``None``: spread over the nodes). ``say`` and ``wait_for_workers`` go to the
-    ``Dealer``.
-    """
+    ``worker_count``), each calling ``make_env`` once, placed by the Ray options ``placement``
+    (``None``: spread over the nodes). ``say`` and ``wait_for_workers`` go to the ``Dealer``."""
 
     def __init__(
         self, make_env: Callable[[], gym.Env], *, batch_size: int, seed: int,
@@ -104,8 +99,7 @@ class Trainer:
     ) -> None:  # fmt: skip
         self.batch_size, self.seed = batch_size, seed
         self.learning_rate, self.decay_rate = learning_rate, decay_rate
-        # The weights' seed has spawn key (0,); a game's is (update, index), update from 1
-        (model_seed,) = np.random.SeedSequence(seed).spawn(1)
+        (model_seed,) = np.random.SeedSequence(seed).spawn(1)  # spawn key (0,): not a game's
         self.model = Model(model_seed)
         self.grad_buffer = zeros_like_weights(self.model.weights)  # the update's gradient sum
         fresh = State(self.model.weights, self.grad_buffer, 0, 0, 0, None, None)  # cache: 0s

@@ -1,5 +1,4 @@
-"""``RolloutWorker``, the Ray actor that plays games: it owns one env and returns a game's
-gradient; and each game's seed."""
+"""``RolloutWorker``, the Ray actor that plays games and returns their gradients; game seeds."""
 
 from __future__ import annotations
 
@@ -27,9 +26,8 @@ WORKER_MEMORY = 72 * 2**20
 
 
 def game_seed(seed: int, update: int, index: int) -> np.random.SeedSequence:
-    """The seed of game ``index`` (from 0) of update number ``update`` (from 1) of a run's
-    ``seed``: spawn key ``(update, index)``, independent of every other game and of the
-    weights' seed (``Trainer`` makes it with ``spawn``: spawn key ``(0,)``)."""
+    """The seed of game ``index`` (from 0) of update ``update`` (from 1) of a run's ``seed``:
+    spawn key ``(update, index)``, unlike every other game's and the weights' (``(0,)``)."""
     return np.random.SeedSequence(seed, spawn_key=(update, index))
 
 
@@ -73,8 +71,7 @@ class RolloutWorker:
         self, model: Model, seed: np.random.SeedSequence | int | None, copy: int | None = None
     ) -> Result | None:
         """Play the game of ``seed`` (``game_seed``: the same game on any worker) with
-        ``model``. ``copy`` is the number the dealer gave this start of the game; ``None`` is
-        returned if ``abandon(copy)`` came."""
+        ``model``; ``None`` if ``abandon(copy)`` came (``copy``: the dealer's number for it)."""
         rng, reset_seed = game_randomness(seed)
         stop = None if copy is None else (lambda: copy in self.abandoned)
         game = play_game(model, self.env, rng, seed=reset_seed, stop=stop)
@@ -85,9 +82,8 @@ class RolloutWorker:
 
     @ray.method(concurrency_group="control")
     def abandon(self, copy: int) -> None:
-        """Stop the game started as ``copy``, now or once it starts: the dealer no longer needs
-        it (another worker finished the same game first). Copy numbers more than 1000 below
-        the newest are forgotten."""
+        """Stop copy ``copy`` of a game, now or once it starts: the dealer no longer needs it.
+        Copy numbers more than 1000 below the newest are forgotten."""
         kept = {c for c in self.abandoned if c > copy - 1000}
         self.abandoned = frozenset(kept | {copy})  # one assignment: thread-safe
 
