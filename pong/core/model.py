@@ -154,9 +154,9 @@ class Model:
         return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 
     def rmsprop_step(self, grad_buffer: dict, rmsprop_cache: dict, learning_rate, decay_rate):
-        """RMSProp ascent as 2016's two lines (fewer arrays were no faster: benchmarks/README.md).
-        New arrays replace the old in ``self.weights`` and ``rmsprop_cache``, which a checkpoint
-        may hold; where any is not finite, a ``FloatingPointError`` and nothing changed."""
+        """RMSProp ascent, as 2016's two lines (fewer arrays was no faster: benchmarks/README.md).
+        New arrays replace the old in ``self.weights`` and ``rmsprop_cache`` (a checkpoint may
+        hold the old). If any is not finite, it raises ``FloatingPointError``, changing nothing."""
         for k in self.weights:
             if not np.all(np.isfinite(grad_buffer[k])):
                 raise FloatingPointError(f"refusing a non-finite gradient for {k}")

@@ -102,7 +102,7 @@ class Trainer:
         (model_seed,) = np.random.SeedSequence(seed).spawn(1)  # spawn key (0,): not a game's
         self.model = Model(model_seed)
         self.grad_buffer = zeros_like_weights(self.model.weights)  # the update's gradient sum
-        fresh = State(self.model.weights, self.grad_buffer, 0, 0, 0, None, None)  # cache: 0s
+        fresh = State(self.model.weights, self.grad_buffer, 0, 0, 0, None, None)  # cache: zeros
         self._restore(fresh if state is None else state)
         count = workers or worker_count(batch_size)
         cpus = int(ray.cluster_resources().get("CPU", 0))  # so many can start at once
