@@ -52,7 +52,7 @@ class Call(NamedTuple):
 
     worker: int
     index: int | None  # None: a describe
-    update: int
+    update: int  # the update's number
     since: float  # time.monotonic() when sent
     copy: int = -1  # the copy's number
 
@@ -84,7 +84,7 @@ class Dealer:
         self.free, self.gone = set(), set()  # worker numbers, as in the table
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
-        self.update, self.model_ref = 0, None  # the number of the update dealt, its model
+        self.number, self.model_ref = 0, None  # the number of the update dealt, its model
         self.undealt, self.done = deque(), set()  # the update's games not dealt; done
         self.nodes: Counter[str] = Counter()  # node name -> the update's games played there
         self.took: list[float] = []  # seconds each done game's counted copy took
@@ -104,10 +104,10 @@ class Dealer:
         """Workers neither up nor gone: not placed yet, or lost and not restarted yet."""
         return len(self.workers) - len(self.up) - len(self.gone)
 
-    def games(self, update: int, batch_size: int, model_ref) -> Iterator[tuple[int, Result]]:
-        """Play update ``update``'s ``batch_size`` games with the model at ``model_ref``:
+    def games(self, number: int, batch_size: int, model_ref) -> Iterator[tuple[int, Result]]:
+        """Play update ``number``'s ``batch_size`` games with the model at ``model_ref``:
         ``(index, Result)`` for each game as it is done, in the order they finish."""
-        self.start(update, batch_size, model_ref)
+        self.start(number, batch_size, model_ref)
         while self.playing():
             if (ready := self.next_reply()) is not None:
                 index, result = self.take(ready)
@@ -118,13 +118,13 @@ class Dealer:
         """The update's notes on the workers, and its games played on each node, by name."""
         return list(self.notes), dict(self.nodes)
 
-    def start(self, update: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
-        """Deal update ``update``'s first games. A copy of an earlier update's game still in
+    def start(self, number: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
+        """Deal update ``number``'s first games. A copy of an earlier update's game still in
         flight (a backup, or an update stopped mid-way) is told to stop and never counted."""
         for call in list(self.calls.values()):  # its reply will only free its worker
-            if call.index is not None and call.update != update:
+            if call.index is not None and call.update != number:
                 self.workers[call.worker].abandon.remote(call.copy)
-        self.update, self.model_ref = update, model_ref
+        self.number, self.model_ref = number, model_ref
         self.undealt, self.done, self.took = deque(range(batch_size)), set(), []
         self.nodes, self.notes = Counter(), []
         self.deal()
@@ -235,14 +235,14 @@ class Dealer:
 
     def _current(self, call: Call) -> bool:
         """Whether ``call`` is a copy of a game of this update not yet done."""
-        return call.index is not None and call.update == self.update and call.index not in self.done
+        return call.index is not None and call.update == self.number and call.index not in self.done
 
     def _play(self, i: int, index: int) -> None:
         """Deal game ``index`` to free worker ``i``, as the next copy."""
         self.free.remove(i)
-        seed, copy = game_seed(self.seed, self.update, index), next(self.copies)
+        seed, copy = game_seed(self.seed, self.number, index), next(self.copies)
         ref = self.workers[i].compute_gradient.remote(self.model_ref, seed, copy)
-        self.calls[ref] = Call(i, index, self.update, time.monotonic(), copy)
+        self.calls[ref] = Call(i, index, self.number, time.monotonic(), copy)
 
     def _describe(self, i: int) -> None:
         """Ask worker ``i`` where it is: Ray replies once it is placed."""
