@@ -69,7 +69,7 @@ class SparseGame(NamedTuple):
     indices: np.ndarray  # (N,) uint16 pixel indices
     values: np.ndarray  # (N,) int8: -1, an object left; +1, one arrived
     active: np.ndarray  # (T, 25) uint8 np.packbits(h > 0): all of eph the backward pass needs
-    epdlogp: np.ndarray  # (T,) y - aprob = d log P(action taken) / d logit; not yet weighted
+    epdlogp: np.ndarray  # (T,) y - aprob = d log P(action taken) / d logit, before advantages
     epr: np.ndarray  # (T,) each step's reward
 
 

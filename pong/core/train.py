@@ -52,8 +52,8 @@ class Update:
     nodes: dict[str, int] = field(default_factory=dict)  # games played on each node, by name
 
     def add(self, index: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
-        """Add game ``index`` (from 0) once every earlier game is added; until then it is held
-        (at worst, game 0 last, a ``SparseGrad`` for each other game of the update)."""
+        """Add game ``index`` (from 0) once every earlier game is added. Until then it is held;
+        at worst, if game 0 finishes last, every other game's ``SparseGrad`` is held at once."""
         self.held[index] = result
         while self.played in self.held:
             result = self.held.pop(self.played)

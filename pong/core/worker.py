@@ -70,8 +70,8 @@ class RolloutWorker:
     def compute_gradient(
         self, model: Model, seed: np.random.SeedSequence | int | None, copy: int | None = None
     ) -> Result | None:
-        """Play the game of ``seed`` (``game_seed``: the same game on any worker) with
-        ``model``; ``None`` if ``abandon(copy)`` came (``copy``: the dealer's number for it)."""
+        """Play the game of ``seed`` (``game_seed``: the same on any worker) with ``model``.
+        ``None`` if ``abandon(copy)`` came: the dealer numbers each start of a game, a copy."""
         rng, reset_seed = game_randomness(seed)
         stop = None if copy is None else (lambda: copy in self.abandoned)
         game = play_game(model, self.env, rng, seed=reset_seed, stop=stop)
