@@ -319,7 +319,7 @@ class _Asked:
 
 def test_a_restarting_worker_is_asked_once_per_pause(monkeypatch) -> None:
     """Once a restarting worker's pause is over it is asked where it is once, not on every
-    pass of the loop until Ray answers (no Ray: ``ray.wait`` answers nothing at once)."""
+    pass of the loop until Ray replies (no Ray: ``ray.wait`` returns nothing at once)."""
     monkeypatch.setattr(ray, "wait", lambda refs, **_: ([], list(refs)))
     worker = _Asked()
     dealer = Dealer([worker], seed=0, expect=0)
