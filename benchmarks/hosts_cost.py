@@ -55,15 +55,15 @@ def probe(trainer: Trainer, probes: int) -> dict[str, float]:
     """Seconds of one game on the head's worker and on the other host's, the same game."""
     here = ray.get_runtime_context().get_node_id()
     dealer = trainer.dealer
-    [(near, _)] = [(i, n) for i, n in dealer.live.items() if n == here]
-    [(far, _)] = [(i, n) for i, n in dealer.live.items() if n != here]
+    [(near, _)] = [(i, n) for i, n in dealer.up.items() if n == here]
+    [(far, _)] = [(i, n) for i, n in dealer.up.items() if n != here]
     seconds: dict[int, list[float]] = {near: [], far: []}
     for k in range(probes):
         for i in (near, far) if k % 2 else (far, near):
             model = Model(seed=0)
             model.weights = {n: w.copy() for n, w in trainer.model.weights.items()}
             start = time.perf_counter()
-            result = ray.get(dealer.actors[i].compute_gradient.remote(ray.put(model), 12345))
+            result = ray.get(dealer.workers[i].compute_gradient.remote(ray.put(model), 12345))
             seconds[i].append(time.perf_counter() - start)
     grad = sum(a.nbytes for a in result.grad)
     model_bytes = sum(w.nbytes for w in trainer.model.weights.values())

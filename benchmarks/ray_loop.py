@@ -56,7 +56,7 @@ def run(path: str, batch_size: int, env_id: str, updates: int) -> tuple[int, flo
         trainer = Trainer(**hyperparameters(Config(batch_size=batch_size, env=env_id, seed=0)))
         trainer.update()  # warm-up
         timed = [(u.steps, u.seconds) for u in (trainer.update() for _ in range(updates))]
-        actors = trainer.dealer.actors
+        actors = trainer.dealer.workers
     else:
         worker = RolloutWorker if path == "one worker per game" else DenseRolloutWorker
         loop = OriginalLoop(worker, batch_size, env_id, seed=0)

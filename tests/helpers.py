@@ -253,9 +253,9 @@ TOY = Config(batch_size=1, env="PongToy/Catch-v0", seed=0)
 def release(trainer: Trainer) -> None:
     """End ``trainer``'s workers, and wait until Ray says each is dead: each holds a CPU
     (stand-ins too), which a later trainer's workers may be waiting for."""
-    for actor in trainer.dealer.actors:
+    for actor in trainer.dealer.workers:
         ray.kill(actor)
-    for actor in trainer.dealer.actors:
+    for actor in trainer.dealer.workers:
         with contextlib.suppress(ray.exceptions.RayActorError):
             ray.get(actor.describe.remote(), timeout=30)
 

@@ -1,15 +1,17 @@
 """The algorithm: Karpathy's 2016 policy-gradient Pong, with Ray actors playing the games.
-It imports nothing else of ours. Read in this order; each module uses only those before it:
+It imports nothing else of ours. Read in this order; each module uses only those before it,
+except that ``train`` hands the dealing of games to ``schedule``, the last chapter:
 
 - ``preprocess``: an RGB frame -> 6400 inputs; a game's frames as the pixels that changed.
 - ``rewards``: discounted returns, reset at each point, and advantages.
-- ``model``: the policy network on sparse inputs: a game's storage, its gradient, RMSProp.
+- ``model``: the network: 2016's dense passes, the same on sparse inputs, and RMSProp.
 - ``rollout``: one game played and stored, and its gradient.
-- ``reference``: the 2016 dense formulas, which the tests prove the sparse path equal to.
-- ``worker``: ``RolloutWorker``, the Ray actor that plays games.
-- ``schedule``: ``Dealer``, which deals an update's games to the workers.
-- ``state`` and ``train``: what a checkpoint holds, and the update: Ray's example's loop,
-  with one worker per CPU and results added in game order (docs/algorithm.md says why).
+- ``reference``: a game played and stored as 2016 did: the tests check the fast path by it.
+- ``worker``: ``RolloutWorker``, the Ray actor that plays games, and each game's seed.
+- ``state`` and ``train``: what a checkpoint holds, and Ray's update loop: start the workers,
+  get each game's gradient, add them in game order, one RMSProp step.
+- ``schedule``: ``Dealer``, which deals the games as workers come and go, and starts backups
+  of slow games. A first reading can skip it.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Names are 2016's: ``H`` hidden units, ``D`` inputs, ``W1`` (H, D), ``W2`` (H,), ``aprob`` =
 P(action 2); for a game of T steps ``epx`` (T, D) inputs, ``eph`` (T, H) hidden states,
-``epdlogp`` and ``epr`` (T,). These compute 2016's dense formulas (``pong.core.reference``)
-up to rounding, on the ~26 non-zero entries (each -1 or +1) of a difference frame."""
+``epdlogp`` and ``epr`` (T,). First 2016's dense ``policy_forward`` and ``policy_backward``,
+then what training uses: the same on the ~26 non-zero entries (each -1 or +1) of a difference
+frame, equal up to rounding (the tests check)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["D", "H", "Model", "SparseGame", "SparseGrad", "zeros_like_weights"]
+__all__ = ["D", "H", "Model", "SparseGame", "SparseGrad", "policy_backward", "policy_forward"]
+__all__ += ["zeros_like_weights"]
 
 H = 200  # hidden units
 D = 80 * 80  # inputs: an 80 x 80 difference frame
@@ -37,6 +39,25 @@ def zeros_like_weights(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: np.zeros_like(v) for k, v in weights.items()}
 
 
+def policy_forward(model: Model, x: np.ndarray) -> tuple[float, np.ndarray]:
+    """2016's forward pass for one (D,) input: ``(aprob, h)``, h the (H,) hidden state."""
+    h = model.weights["W1"] @ x
+    h[h < 0] = 0  # ReLU
+    logp = float(model.weights["W2"] @ h)  # 2016's name; it holds the logit, not a log-probability
+    return sigmoid(logp), h
+
+
+def policy_backward(model: Model, eph: np.ndarray, epx: np.ndarray, epdlogp: np.ndarray) -> dict:
+    """2016's backward pass for one game: the gradient ``{"W1": (H, D), "W2": (H,)}`` of
+    ``sum_t epdlogp[t] * logit_t``, ``epdlogp`` weighted by the advantages (as 2016 did)."""
+    epdlogp = np.asarray(epdlogp).ravel()
+    dW2 = eph.T @ epdlogp
+    dh = np.outer(epdlogp, model.weights["W2"])
+    dh[eph <= 0] = 0  # backprop through the ReLU
+    dW1 = dh.T @ epx  # (H, D)
+    return {"W1": dW1, "W2": dW2}
+
+
 class SparseGame(NamedTuple):
     """One game of T steps as the fast path stores it: step ``t``'s input is
     ``values[offsets[t]:offsets[t+1]]`` at pixels ``indices[offsets[t]:offsets[t+1]]``, zero
@@ -48,13 +69,13 @@ class SparseGame(NamedTuple):
     indices: np.ndarray  # (N,) uint16 pixel indices
     values: np.ndarray  # (N,) int8: -1, an object left; +1, one arrived
     active: np.ndarray  # (T, 25) uint8 np.packbits(h > 0): all of eph the backward pass needs
-    epdlogp: np.ndarray  # (T,) y - aprob: d log P(action taken) / d logit (y = 1 for action 2)
+    epdlogp: np.ndarray  # (T,) y - aprob = d log P(action taken) / d logit, before advantages
     epr: np.ndarray  # (T,) each step's reward
 
 
 class SparseGrad(NamedTuple):
     """A gradient whose ``W1`` is zero outside ``columns``: the pixels that changed in the game
-    (a few hundred of 6400), ~10x less to send."""
+    (a few hundred of 6400), so 20 times or more less to send."""
 
     columns: np.ndarray  # (K,) sorted pixel indices
     W1_columns: np.ndarray  # (H, K) the gradient's W1 at those columns
@@ -107,35 +128,35 @@ class Model:
         np.maximum(h, 0, out=h)  # ReLU (h[h < 0] = 0 would keep a -0.0)
         return sigmoid(float(self.weights["W2"] @ h)), h
 
-    def policy_backward_sparse(self, game: SparseGame, epdlogp: np.ndarray) -> SparseGrad:
-        """2016's ``policy_backward`` for ``game``, with ``epdlogp`` (T,) already scaled by the
+    def policy_backward_sparse(self, game: SparseGame, weighted: np.ndarray) -> SparseGrad:
+        """``policy_backward`` for ``game`` and ``weighted`` (T,), ``game.epdlogp`` times the
         advantages, never building the (T, D) ``epx``.
 
-        Derivation: let ``on[t, j] = eph[t, j] > 0`` and ``G[j] = sum_t epdlogp[t] * on[t, j]
-        * x_t``. 2016's ``dh = outer(epdlogp, W2)`` zeroed where off gives ``dW1[j] = (dh.T @
+        Derivation: let ``on[t, j] = eph[t, j] > 0`` and ``G[j] = sum_t weighted[t] * on[t, j]
+        * x_t``. ``policy_backward``'s ``dh``, zeroed where off, gives ``dW1[j] = (dh.T @
         epx)[j] = W2[j] * G[j]``; and since ``eph[t, j] = W1[j] . x_t`` where on, ``dW2[j] =
-        sum_t epdlogp[t] * eph[t, j] = W1[j] . G[j]``. So only the ReLU pattern is needed,
+        sum_t weighted[t] * eph[t, j] = W1[j] . G[j]``. So only the ReLU pattern is needed,
         and ``G`` is summed ``BACKWARD_CHUNK`` steps at a time over the pixels they touch.
         """
         W1, W2 = self.weights["W1"], self.weights["W2"]
-        epdlogp = np.asarray(epdlogp, dtype=np.float64).ravel()
+        weighted = np.asarray(weighted, dtype=np.float64).ravel()
         # Only pixels that ever changed get a non-zero column; row_of: each entry's row in GT
         columns, row_of = np.unique(game.indices, return_inverse=True)
         GT = np.zeros((columns.size, H))  # G transposed, over those pixels only
-        for start in range(0, epdlogp.size, BACKWARD_CHUNK):
-            stop = min(start + BACKWARD_CHUNK, epdlogp.size)
+        for start in range(0, weighted.size, BACKWARD_CHUNK):
+            stop = min(start + BACKWARD_CHUNK, weighted.size)
             if game.offsets[start] == game.offsets[stop]:
                 continue  # no pixel changed in these steps
             on = np.unpackbits(game.active[start:stop], axis=1, count=H)  # (block, H)
             touched, epx = block_inputs(game, start, stop, row_of)
-            GT[touched] += epx.T @ (epdlogp[start:stop, None] * on)
+            GT[touched] += epx.T @ (weighted[start:stop, None] * on)
         dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # row-wise W1[j] . G[j]
         return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 
-    def update(self, grad_buffer: dict, rmsprop_cache: dict, learning_rate, decay_rate) -> None:
-        """RMSProp ascent as 2016's two lines (fused, no faster: benchmarks/README.md); new
-        arrays replace the old in ``self.weights`` and ``rmsprop_cache``, which a checkpoint
-        may hold. A ``FloatingPointError``, changing nothing, where any of it is not finite."""
+    def rmsprop_step(self, grad_buffer: dict, rmsprop_cache: dict, learning_rate, decay_rate):
+        """RMSProp ascent, as 2016's two lines (fewer arrays was no faster: benchmarks/README.md).
+        New arrays replace the old in ``self.weights`` and ``rmsprop_cache`` (a checkpoint may
+        hold the old). If any is not finite, it raises ``FloatingPointError``, changing nothing."""
         for k in self.weights:
             if not np.all(np.isfinite(grad_buffer[k])):
                 raise FloatingPointError(f"refusing a non-finite gradient for {k}")

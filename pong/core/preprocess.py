@@ -43,10 +43,10 @@ def preprocess(frame: np.ndarray) -> np.ndarray:
 
 
 class Frames(Protocol):
-    """What ``play_game`` reads a game through: ``GymFrames``, or an env's faster equal."""
+    """A game's frames, binarized, step by step: ``GymFrames``, or an env's faster equal."""
 
     def reset(self, seed: int | None = None) -> np.ndarray:
-        """Start a game; its first frame, binarized: (D,) bool."""
+        """Start a game; its first frame, binarized: (6400,) bool."""
 
     def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
         """``(changed, arrived, reward, done)`` for one action: the (K,) sorted pixels whose
@@ -72,7 +72,7 @@ class GymFrames:
         self.frame = np.zeros(0, dtype=bool)  # the last frame, binarized
 
     def reset(self, seed: int | None = None) -> np.ndarray:
-        """Start a game; its first frame, binarized: (D,) bool."""
+        """Start a game; its first frame, binarized: (6400,) bool."""
         observation, _ = self.env.reset(seed=seed)
         self.frame = binarize(observation)
         return self.frame

@@ -1,5 +1,7 @@
-"""The 2016 program's dense formulas: the reference the tests prove the fast path equal to,
-storing each step's (D,) input and (H,) hidden state, 52.8 KB. Training never calls it."""
+"""A game played and stored as the 2016 program did, each step's (D,) input and (H,) hidden
+state (52.8 KB a step), and its gradient by ``policy_backward``. Training never calls it: the
+tests play the same game both ways and check the fast path against it, actions, inputs and
+ReLU pattern equal, gradients equal up to rounding."""
 
 from __future__ import annotations
 
@@ -8,32 +10,12 @@ from typing import NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from pong.core.model import D, H, Model, SparseGame, SparseGrad, sigmoid
+from pong.core.model import D, H, Model, SparseGame, SparseGrad, policy_backward, policy_forward
 from pong.core.preprocess import preprocess
 from pong.core.rewards import advantages, gamma
 from pong.core.rollout import DOWN, UP
 
 __all__ = ["DenseGame", "dense_grad", "dense_inputs", "game_gradient_dense", "play_game_dense"]
-__all__ += ["policy_backward", "policy_forward"]
-
-
-def policy_forward(model: Model, x: np.ndarray) -> tuple[float, np.ndarray]:
-    """Forward pass for one (D,) input: ``(aprob, h)``, P(action 2) and the (H,) hidden state."""
-    h = model.weights["W1"] @ x
-    h[h < 0] = 0  # ReLU
-    logp = float(model.weights["W2"] @ h)  # 2016's name; it holds the logit, not a log-probability
-    return sigmoid(logp), h
-
-
-def policy_backward(model: Model, eph: np.ndarray, epx: np.ndarray, epdlogp: np.ndarray) -> dict:
-    """Backward pass for one game: ``{"W1": (H, D), "W2": (H,)}``, the gradient of
-    ``sum_t epdlogp[t] * logit_t``, ``epdlogp`` already scaled by the advantages."""
-    epdlogp = np.asarray(epdlogp).ravel()
-    dW2 = eph.T @ epdlogp
-    dh = np.outer(epdlogp, model.weights["W2"])
-    dh[eph <= 0] = 0  # backprop through the ReLU
-    dW1 = dh.T @ epx  # (H, D)
-    return {"W1": dW1, "W2": dW2}
 
 
 class DenseGame(NamedTuple):

@@ -42,10 +42,10 @@ def advantages(r: np.ndarray, gamma: float = gamma) -> tuple[np.ndarray, str | N
         'returns constant over the 3-step game (std 0): zero gradient instead of NaN'
     """
     returns = process_rewards(r, gamma)
-    returns -= np.mean(returns)
-    std = np.std(returns)
+    adv = returns - np.mean(returns)
+    std = np.std(adv)
     if not std > 0 or not np.isfinite(std):
-        why = f"returns constant over the {returns.size}-step game (std {std:g})"
-        return np.zeros_like(returns), f"{why}: zero gradient instead of NaN"
-    returns /= std
-    return returns, None
+        why = f"returns constant over the {adv.size}-step game (std {std:g})"
+        return np.zeros_like(adv), f"{why}: zero gradient instead of NaN"
+    adv /= std
+    return adv, None

@@ -1,5 +1,4 @@
-"""One game played with the policy and stored as a ``SparseGame``, and its gradient. The
-tests compare them with ``pong.core.reference``'s, which plays the same game as 2016 did."""
+"""One game played with the policy and stored as a ``SparseGame``, and its gradient."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from pong.core.rewards import advantages, gamma
 
 __all__ = ["DOWN", "UP", "game_gradient", "play_game"]
 
-STOP_EVERY = 256  # steps between asking whether a game is still wanted (a few ms of play)
+STOP_EVERY = 256  # steps between asking whether a game is still wanted (~130 ms of Pong)
 UP, DOWN = 2, 3  # ALE's "RIGHT" and "LEFT": the paddle moves up and down
 
 
@@ -22,9 +21,10 @@ def play_game(
     model: Model, env: gym.Env, rng: np.random.Generator, seed: int | None = None, stop=None
 ) -> SparseGame | None:
     """Play one game with ``model``: ``rng`` draws one ``rng.random()`` a step for the action,
-    ``seed`` goes to the env's reset (``None``: the env's own stream). ``stop()`` is asked every
-    ``STOP_EVERY`` steps whether to give the game up (``None`` returned): another worker
-    answered it first."""
+    ``seed`` goes to the env's reset (``None``: the env's own stream). ``stop()``, if given, is
+    asked every ``STOP_EVERY`` steps whether the game is no longer wanted; if so, the game is
+    given up and ``None`` returned (the dealer may start one game on two workers and keep the
+    first to finish: ``pong.core.schedule``)."""
     if stop is not None and stop():
         return None
     frames = frames_of(env)

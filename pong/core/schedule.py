@@ -1,21 +1,23 @@
-"""``Dealer``: an update's games dealt to the workers, as workers come and go. A game is
-seeded by its number (``game_seed``): the same on any worker, so it can be dealt again.
+"""``Dealer``, the last chapter, which a first reading can skip: an update's games dealt to the
+workers as they come and go, and backups of slow games. A game's seed (``game_seed``) makes it
+the same game on any worker. The words are docs/algorithm.md's "The dealer's words".
 
-A worker's state is this table alone; what moves it is Ray's word, never a count. A worker
-is *live* while free or playing; one Ray cannot place yet waits (an autoscaler grows on it).
+A worker's state is kept in these fields alone, and changes only on what Ray reports (a reply
+or an error), never on a count or a timer of ours:
 
-| state   | kept in                                   | moves when                                |
-|---------|-------------------------------------------|-------------------------------------------|
-| waiting | a ``describe`` call in ``calls``, or      | Ray answers: free. Ray says it died for   |
-|         | ``retry`` (asked again after a pause)     | good: gone                                |
-| free    | ``free`` and ``live``                     | it is dealt a game: playing               |
-| playing | a game's call in ``calls``; ``live``      | it answers: free. It is lost (its process |
-|         |                                           | or node): waiting, its game dealt again   |
-| gone    | ``gone``                                  | never: Ray's restarts of it are used up   |
+- waiting (a ``describe`` call in ``calls``, or in ``retry`` to ask again after a pause): Ray
+  replies -> free; Ray says it died for good -> gone. An autoscaler adds a node for a worker
+  Ray cannot place.
+- free (in ``free`` and ``up``): it is dealt a game -> playing.
+- playing (a copy's call in ``calls``; in ``up``): it replies -> free; it is lost (its process
+  or node) -> waiting, its game dealt again if the update still needs it and no other copy of
+  it is in flight.
+- gone (in ``gone``): stays; Ray's restarts of it are used up.
 
-A free worker is dealt the next undealt game, games lost with a worker first; once all are
-dealt, a backup of the game in flight longest, past ``BACKUP_AFTER`` times the update's
-median game (MapReduce's backup tasks): the first answer counts, the other copy is stopped.
+A free worker is dealt the next undealt game, games lost with a worker first. Once all are
+dealt, it gets a backup: a second copy of the game in flight longest, past ``BACKUP_AFTER``
+times the update's median game (MapReduce's backup tasks). The first copy to reply with a
+result counts; the other is told to stop.
 """
 
 from __future__ import annotations
@@ -38,26 +40,26 @@ START_WAIT_S = 30.0  # at most, for the workers the cluster's CPUs can hold to s
 RETRY_S = (0.5, 1.0, 2.0, 5.0, 10.0)  # pauses before asking a restarting worker again
 BACKUP_AFTER = 2.0  # a game in flight this many times the update's median game gets a backup
 BACKUP_MIN_S = 0.25  # and at least this long: not for a few milliseconds of network
-SAY_EVERY_S = 60.0  # while no worker is live, a line this often
+SAY_EVERY_S = 60.0  # while no worker is up, a line this often
 
 
 class WorkerError(RuntimeError):
-    """No worker can play: every one is gone, or none was live for the time allowed."""
+    """No worker can play: every one is gone, or none was up for the time allowed."""
 
 
 class Call(NamedTuple):
-    """A call in flight: a game of an update (``game`` None: a describe), dealt as ``copy``."""
+    """A call in flight: a copy of game ``index`` of update ``update``, or a ``describe``."""
 
     worker: int
-    game: int | None
-    update: int
+    index: int | None  # None: a describe
+    update: int  # the update's number
     since: float  # time.monotonic() when sent
-    copy: int = -1
+    copy: int = -1  # the copy's number
 
 
 def _started(describes: list[ray.ObjectRef], expect: int) -> list[ray.ObjectRef]:
-    """The describes answered once ``expect`` are (or ``START_WAIT_S`` passed), and any
-    others answered by then."""
+    """The describes replied to once ``expect`` have replied (or ``START_WAIT_S`` passed),
+    and any others replied to by then."""
     done, rest = [], describes
     if expect > 0:
         done, rest = ray.wait(rest, num_returns=min(expect, len(rest)), timeout=START_WAIT_S)
@@ -66,69 +68,63 @@ def _started(describes: list[ray.ObjectRef], expect: int) -> list[ray.ObjectRef]
     return done
 
 
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip() or type(error).__name__).splitlines()[0]
-
-
 class Dealer:
-    """Deals each update's games to ``actors`` (``RolloutWorker`` handles), seeded from the
-    run's ``seed``. It waits up to ``START_WAIT_S`` for the ``expect`` that can start at once
-    (the cluster's CPUs). ``say`` takes the lines of a wait for a live worker, which ends in
-    a ``WorkerError`` after ``wait_for_workers`` seconds (``None``: never)."""
+    """Deals each update's games to ``workers`` (``RolloutWorker`` handles), seeded from the
+    run's ``seed``, once the ``expect`` that can start at once are up (``START_WAIT_S`` at most).
+    ``say`` takes the lines of a wait for a worker up, ended by ``wait_for_workers`` seconds."""
 
     def __init__(
-        self, actors: list, seed: int, expect: int = 1, say: Callable = print, wait_for_workers=None
-    ) -> None:
-        self.actors, self.seed, self.say, self.limit = actors, seed, say, wait_for_workers
+        self, workers: list, seed: int, expect: int = 1, say: Callable = print,
+        wait_for_workers: float | None = None,
+    ) -> None:  # fmt: skip
+        self.workers, self.seed, self.say, self.limit = workers, seed, say, wait_for_workers
         self.calls: dict[ray.ObjectRef, Call] = {}
-        self.dealt = itertools.count()  # each game dealt is a copy with a number of its own
-        self.live: dict[int, str] = {}  # worker -> its node's id
+        self.copies = itertools.count()  # each copy dealt gets the next number
+        self.up: dict[int, str] = {}  # worker -> its node's id
         self.free, self.gone = set(), set()  # worker numbers, as in the table
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
-        self.update, self.model_ref = 0, None  # the update being dealt, and its model
-        self.undealt, self.done = deque(), set()  # the update's games not dealt; answered
+        self.number, self.model_ref = 0, None  # the number of the update dealt, its model
+        self.undealt, self.done = deque(), set()  # the update's games not dealt; done
         self.nodes: Counter[str] = Counter()  # node name -> the update's games played there
-        self.took: list[float] = []  # seconds of the update's games answered first
+        self.took: list[float] = []  # seconds each done game's counted copy took
         self.notes: list[str] = []  # the update's news of the workers, one line each
-        self.idle_since, self.said_at = None, 0.0  # since when no worker is live; last said
-        for i in range(len(actors)):
+        self.idle_since, self.said_at = None, 0.0  # since when no worker is up; last said
+        for i in range(len(workers)):
             self._describe(i)
         for ref in _started(list(self.calls), expect):
             self.take(ref)
         self.notes = []  # the start is the driver's "Started" line, not a note
 
     def placement(self) -> dict[str, int]:
-        """How many workers are live on each node (node name -> count)."""
-        return dict(Counter(self.name(node) for node in self.live.values()))
+        """How many workers are up on each node (node name -> count)."""
+        return dict(Counter(self.name(node) for node in self.up.values()))
 
     def waiting(self) -> int:
-        """Workers neither live nor gone: not placed yet, or lost and not restarted yet."""
-        return len(self.actors) - len(self.live) - len(self.gone)
+        """Workers neither up nor gone: not placed yet, or lost and not restarted yet."""
+        return len(self.workers) - len(self.up) - len(self.gone)
 
-    def games(
-        self, update: int, batch_size: int, model_ref: ray.ObjectRef
-    ) -> Iterator[tuple[int, Result]]:
-        """Play update ``update``'s ``batch_size`` games with the model at ``model_ref``:
-        ``(game, Result)`` for each as it is answered first, in the order they finish."""
-        self.start(update, batch_size, model_ref)
+    def games(self, number: int, batch_size: int, model_ref) -> Iterator[tuple[int, Result]]:
+        """Play update ``number``'s ``batch_size`` games with the model at ``model_ref``:
+        ``(index, Result)`` for each game as it is done, in the order they finish."""
+        self.start(number, batch_size, model_ref)
         while self.playing():
-            if (ready := self.next_answer()) is not None:
-                game, result = self.take(ready)
+            if (ready := self.next_reply()) is not None:
+                index, result = self.take(ready)
                 if result is not None:
-                    yield game, result
+                    yield index, result
 
     def news(self) -> tuple[list[str], dict[str, int]]:
         """The update's notes on the workers, and its games played on each node, by name."""
         return list(self.notes), dict(self.nodes)
 
-    def start(self, update: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
-        """Deal update ``update``'s first games; an earlier update's game still in flight (a
-        backup, or an update stopped mid-way) is told to stop and never counted."""
-        for call in list(self.calls.values()):  # told to stop; its answer only frees the worker
-            if call.game is not None and call.update != update:
-                self.actors[call.worker].abandon.remote(call.copy)
-        self.update, self.model_ref = update, model_ref
+    def start(self, number: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
+        """Deal update ``number``'s first games. A copy of an earlier update's game still in
+        flight (a backup, or an update stopped mid-way) is told to stop and never counted."""
+        for call in list(self.calls.values()):  # its reply will only free its worker
+            if call.index is not None and call.update != number:
+                self.workers[call.worker].abandon.remote(call.copy)
+        self.number, self.model_ref = number, model_ref
         self.undealt, self.done, self.took = deque(range(batch_size)), set(), []
         self.nodes, self.notes = Counter(), []
         self.deal()
@@ -137,13 +133,13 @@ class Dealer:
         """Whether the update waits on a game in flight or undealt."""
         return bool(self.undealt) or any(self._current(c) for c in self.calls.values())
 
-    def next_answer(self) -> ray.ObjectRef | None:
-        """The next call answered, or ``None`` when something else is due first (a retry, a
+    def next_reply(self) -> ray.ObjectRef | None:
+        """The next call replied to, or ``None`` when something else is due first (a retry, a
         backup, a line of the wait for a worker)."""
         self._say_waiting()
         now = time.monotonic()
         for i, (when, tries) in list(self.retry.items()):
-            if when <= now:  # asked once: its answer, or _lost, says what next
+            if when <= now:  # asked once: its reply, or _lost, says what next
                 self.retry[i] = (math.inf, tries)
                 self._describe(i)
         self.deal()
@@ -153,7 +149,7 @@ class Dealer:
         if self.free and (backups := self._backups(0.0)):  # when the oldest is due a backup
             due.append(backups[0][0] + self._backup_after())
         pause, ready = max(0.0, min(due) - now), []
-        if self.calls:  # an answer is fetched only once it is known to count
+        if self.calls:  # not fetched here (fetch_local=False): take fetches it, after dealing
             ready, _ = ray.wait(list(self.calls), num_returns=1, timeout=pause, fetch_local=False)
         else:
             time.sleep(pause)
@@ -161,42 +157,43 @@ class Dealer:
         return ready[0] if ready else None
 
     def take(self, ref: ray.ObjectRef) -> tuple[int | None, Result | None]:
-        """``(game, result)`` for a game of this update answered first, else ``(None, None)``.
-        It is fetched after the free workers are dealt: a slow link holds no one up."""
+        """``(index, result)`` where ``ref``'s reply is a game's first result, else ``(None,
+        None)``. Fetched after the free workers are dealt: a slow link holds no one up. A losing
+        copy's gradient is fetched too: only ``ray.get`` tells a result from a lost worker."""
         call = self.calls.pop(ref)
-        i, game = call.worker, call.game
+        i, index = call.worker, call.index
         counted = self._current(call)
         if counted:
-            self.done.add(game)
+            self.done.add(index)
             self.deal()
         try:
-            answer = ray.get(ref)
+            reply = ray.get(ref)
         except ray.exceptions.RayActorError as e:  # its process or node was lost
             if counted:
-                self.done.discard(game)
+                self.done.discard(index)
             self._lost(call, e)
             return None, None
-        if game is None:
-            self._came_up(i, answer)
+        if index is None:
+            self._came_up(i, reply)
             return None, None
-        if not counted:  # a game of an earlier update, or a second copy
-            if i in self.live:
+        if not counted:  # a copy of a game of an earlier update, or of a game done
+            if i in self.up:
                 self.free.add(i)
             return None, None
         self.free.add(i)
-        if answer is None:  # it gave the game up (a copy abandoned, then needed after all)
-            self.done.discard(game)
-            self.undealt.appendleft(game)
+        if reply is None:  # it gave the game up (told to stop, then needed after all)
+            self.done.discard(index)
+            self.undealt.appendleft(index)
             return None, None
         # The other copy of this game is told to stop. (Not ray.cancel: a worker lost
-        # meanwhile would answer "cancelled", not "lost".)
-        for copy in list(self.calls.values()):
-            if copy.game == game and copy.update == call.update:
-                self.actors[copy.worker].abandon.remote(copy.copy)
-        self.live[i] = answer.node or self.live[i]  # restarted while idle, it may have moved
+        # meanwhile would reply "cancelled", not "lost".)
+        for other in list(self.calls.values()):
+            if other.index == index and other.update == call.update:
+                self.workers[other.worker].abandon.remote(other.copy)
+        self.up[i] = reply.node or self.up[i]  # restarted while idle, it may have moved
         self.took.append(time.monotonic() - call.since)
-        self.nodes[self.name(self.live[i])] += 1
-        return game, answer
+        self.nodes[self.name(self.up[i])] += 1
+        return index, reply
 
     def deal(self) -> None:
         """The next undealt games to the free workers; with none left, backups (see above).
@@ -204,16 +201,16 @@ class Dealer:
         while self.undealt and self.free:
             self._play(min(self.free), self.undealt.popleft())
         backups = self._backups(self._backup_after())
-        for (_, game), i in zip(backups, sorted(self.free), strict=False):
-            self._play(i, game)
-        if self.playing() and len(self.gone) == len(self.actors):
+        for (_, index), i in zip(backups, sorted(self.free), strict=False):
+            self._play(i, index)
+        if self.playing() and len(self.gone) == len(self.workers):
             raise WorkerError(
                 f"every RolloutWorker is gone: Ray restarts a worker up to {MAX_RESTARTS} times,"
                 " and has used them up for each; stopping"
             )
 
     def name(self, node: str) -> str:
-        """A node's name: its IP address, with its id's start where another live node has
+        """A node's name: its IP address, with its id's start where another node alive has
         that IP; a node that died and came back keeps its name."""
         if node not in self.names:
             listed = {n["NodeID"]: n for n in ray.nodes()}
@@ -223,58 +220,59 @@ class Dealer:
         return self.names[node]
 
     def _backups(self, after: float) -> list[tuple[float, int]]:
-        """(sent, game) of the update's games in flight on one worker alone for ``after``
+        """(sent, index) of the update's games in flight as one copy alone for ``after``
         seconds or more, the longest first; none while games are undealt."""
         current = [] if self.undealt else [c for c in self.calls.values() if self._current(c)]
-        copies, now = Counter(c.game for c in current), time.monotonic()
+        copies, now = Counter(c.index for c in current), time.monotonic()
         return sorted(
-            (c.since, c.game) for c in current if copies[c.game] == 1 and now - c.since >= after
+            (c.since, c.index) for c in current if copies[c.index] == 1 and now - c.since >= after
         )
 
     def _backup_after(self) -> float:
-        """``BACKUP_AFTER`` times the median of the update's games answered, at least
-        ``BACKUP_MIN_S``; never before one is."""
+        """``BACKUP_AFTER`` times the median of the update's games done, at least
+        ``BACKUP_MIN_S``; never before one is done."""
         return max(BACKUP_MIN_S, BACKUP_AFTER * statistics.median(self.took or [math.inf]))
 
     def _current(self, call: Call) -> bool:
-        """Whether ``call`` is a game of this update not yet answered."""
-        return call.game is not None and call.update == self.update and call.game not in self.done
+        """Whether ``call`` is a copy of a game of this update not yet done."""
+        return call.index is not None and call.update == self.number and call.index not in self.done
 
-    def _play(self, i: int, game: int) -> None:
+    def _play(self, i: int, index: int) -> None:
+        """Deal game ``index`` to free worker ``i``, as the next copy."""
         self.free.remove(i)
-        seed, copy = game_seed(self.seed, self.update, game), next(self.dealt)
-        ref = self.actors[i].compute_gradient.remote(self.model_ref, seed, copy)
-        self.calls[ref] = Call(i, game, self.update, time.monotonic(), copy)
+        seed, copy = game_seed(self.seed, self.number, index), next(self.copies)
+        ref = self.workers[i].compute_gradient.remote(self.model_ref, seed, copy)
+        self.calls[ref] = Call(i, index, self.number, time.monotonic(), copy)
 
     def _describe(self, i: int) -> None:
-        """Ask worker ``i`` where it is: Ray answers once it is placed."""
-        self.calls[self.actors[i].describe.remote()] = Call(i, None, 0, time.monotonic())
+        """Ask worker ``i`` where it is: Ray replies once it is placed."""
+        self.calls[self.workers[i].describe.remote()] = Call(i, None, 0, time.monotonic())
 
     def _came_up(self, i: int, where: dict[str, object]) -> None:
-        self.live[i] = str(where["node_id"])
+        self.up[i] = str(where["node_id"])
         self.retry.pop(i, None)
         self.free.add(i)
         how = "up again (Ray restarted it)" if where.get("restarted") else "up"
         self.notes.append(
-            f"note: RolloutWorker {i} is {how} on node {self.name(self.live[i])}; it plays from"
-            f" the next game dealt ({len(self.live)} of {len(self.actors)} workers up)"
+            f"note: RolloutWorker {i} is {how} on node {self.name(self.up[i])}; it plays from"
+            f" the next game dealt ({len(self.up)} of {len(self.workers)} workers up)"
         )
 
     def _lost(self, call: Call, error: ray.exceptions.RayActorError) -> None:
-        """Worker ``call.worker`` did not answer: its game goes back to be dealt. A live
-        worker, or one whose game's call failed, is asked again where it is; one Ray calls
-        unavailable (restarting), after a pause; one Ray says died for good is gone."""
-        i, game = call.worker, call.game
-        if self._current(call) and not any(
-            c.game == game and c.update == call.update for c in self.calls.values()
-        ):
-            self.undealt.appendleft(game)
+        """Worker ``call.worker`` was lost instead of replying; its game is dealt again if
+        needed (the module's list). A worker that was up, or whose copy failed, is asked again
+        where it is; one Ray calls unavailable (restarting), after a pause; one Ray says died
+        for good is gone."""
+        i, index = call.worker, call.index
+        others = any(c.index == index and c.update == call.update for c in self.calls.values())
+        if again := self._current(call) and not others:
+            self.undealt.appendleft(index)
         self.free.discard(i)
-        if self.live.pop(i, None) is not None or game is not None:
+        if self.up.pop(i, None) is not None or index is not None:
             self._describe(i)
-            again = f"; game {game} goes to the next worker free" if self._current(call) else ""
+            then = f"; game {index} goes to the next worker free" if again else ""
             self.notes.append(
-                f"note: RolloutWorker {i} was lost (its process or node){again}; it plays"
+                f"note: RolloutWorker {i} was lost (its process or node){then}; it plays"
                 " again once Ray restarts it, where a CPU is free"
             )
         elif isinstance(error, ray.exceptions.ActorUnavailableError):
@@ -283,15 +281,16 @@ class Dealer:
         else:
             self.gone.add(i)
             self.retry.pop(i, None)
+            why = (str(error).strip() or type(error).__name__).splitlines()[0]
             self.notes.append(
-                f"note: RolloutWorker {i} is gone for good ({_first_line(error)}); the run goes"
-                f" on with the other {len(self.actors) - len(self.gone)}"
+                f"note: RolloutWorker {i} is gone for good ({why}); the run goes"
+                f" on with the other {len(self.workers) - len(self.gone)}"
             )
 
     def _say_waiting(self) -> None:
-        """While games wait and no worker is live: a line at once, then every
+        """While games wait and no worker is up: a line at once, then every
         ``SAY_EVERY_S``; a ``WorkerError`` past ``wait_for_workers``."""
-        if self.live or not self.playing():
+        if self.up or not self.playing():
             self.idle_since = None
             return
         now = time.monotonic()
@@ -314,5 +313,6 @@ class Dealer:
         total = ray.cluster_resources().get("CPU", 0)
         gone = f", {len(self.gone)} gone for good" if self.gone else ""
         return (
-            f"0 of {len(self.actors)} placed{gone}; {free:g} of {total:g} CPUs in the cluster free"
+            f"{len(self.workers) - len(self.gone)} waiting{gone}; {free:g} of {total:g} CPUs in"
+            " the cluster free"
         )

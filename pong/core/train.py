@@ -1,10 +1,9 @@
-"""``Trainer``: the model, RMSProp's cache and the counters on the driver, and one update:
-``play`` has the ``Dealer`` deal the games and adds each result in game order (``Update.add``)
-whatever order they finish in, so that a seed gives the same bytes with any workers, nodes
-or resume (floating-point sums depend on their order); ``apply`` is RMSProp. Ray's example
-added results as they came, from one worker per game; here a worker per CPU plays the next
-game as it finishes one (docs/algorithm.md).
-"""
+"""``Trainer``: the update loop of Ray's Pong example: put the model in Ray's object store,
+have the workers play the update's games, add up their gradients, take one RMSProp step. Two
+changes (docs/algorithm.md says why): one worker per CPU, given the next game as it finishes
+one, and gradients added in game order, so that a seed gives the same bytes with any workers,
+nodes or resume. Which worker plays which game is the ``Dealer``'s (``pong.core.schedule``,
+the last chapter), behind one call: ``Dealer.games``."""
 
 from __future__ import annotations
 
@@ -52,10 +51,10 @@ class Update:
     held: dict[int, Result] = field(default_factory=dict)  # games in before an earlier one
     nodes: dict[str, int] = field(default_factory=dict)  # games played on each node, by name
 
-    def add(self, game: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
-        """Add game ``game`` (from 0) once every earlier game is added; until then it is held
-        (at worst, game 0 last, a ``SparseGrad`` for each other game of the update)."""
-        self.held[game] = result
+    def add(self, index: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
+        """Add game ``index`` (from 0) once every earlier game is added. Until then it is held;
+        at worst, if game 0 finishes last, every other game's ``SparseGrad`` is held at once."""
+        self.held[index] = result
         while self.played in self.held:
             result = self.held.pop(self.played)
             if result.note:
@@ -87,13 +86,10 @@ class Update:
 
 class Trainer:
     """The driver's side of training: the model, RMSProp's cache, the counters, the workers.
-
     ``seed`` seeds the weights (unless ``state`` is given to continue from) and, by
-    independent child seeds, every game. ``workers`` ``RolloutWorker`` actors (``None``:
-    ``worker_count``) each call ``make_env`` once; ``placement`` is Ray's options placing
-    them, from whoever starts them (``None``: spread over the nodes). ``say`` and
-    ``wait_for_workers`` go to the ``Dealer``.
-    """
+    independent child seeds, every game. It starts ``workers`` workers (``None``:
+    ``worker_count``), each calling ``make_env`` once, placed by the Ray options ``placement``
+    (``None``: spread over the nodes). ``say`` and ``wait_for_workers`` go to the ``Dealer``."""
 
     def __init__(
         self, make_env: Callable[[], gym.Env], *, batch_size: int, seed: int,
@@ -103,23 +99,23 @@ class Trainer:
     ) -> None:  # fmt: skip
         self.batch_size, self.seed = batch_size, seed
         self.learning_rate, self.decay_rate = learning_rate, decay_rate
-        (model_seed,) = np.random.SeedSequence(seed).spawn(1)  # games use other keys
+        (model_seed,) = np.random.SeedSequence(seed).spawn(1)  # spawn key (0,): not a game's
         self.model = Model(model_seed)
         self.grad_buffer = zeros_like_weights(self.model.weights)  # the update's gradient sum
-        fresh = State(self.model.weights, self.grad_buffer, 0, 0, 0, None, None)  # cache: 0s
+        fresh = State(self.model.weights, self.grad_buffer, 0, 0, 0, None, None)  # cache: zeros
         self._restore(fresh if state is None else state)
-        workers = workers or worker_count(batch_size)
+        count = workers or worker_count(batch_size)
         cpus = int(ray.cluster_resources().get("CPU", 0))  # so many can start at once
         options = {"scheduling_strategy": "SPREAD"} if placement is None else placement
-        actors = [RolloutWorker.options(**options).remote(make_env) for _ in range(workers)]
+        started = [RolloutWorker.options(**options).remote(make_env) for _ in range(count)]
         self.dealer = Dealer(  # waits for those that can start at once
-            actors, seed, expect=min(workers, cpus), say=say, wait_for_workers=wait_for_workers
+            started, seed, expect=min(count, cpus), say=say, wait_for_workers=wait_for_workers
         )
 
     def update(self) -> Update:
-        """One update: ``play``, then ``apply``."""
+        """One update: ``play``, then ``rmsprop_step``."""
         update = self.play()
-        self.apply(update)
+        self.rmsprop_step(update)
         return update
 
     def play(self) -> Update:
@@ -128,19 +124,19 @@ class Trainer:
         for g in self.grad_buffer.values():
             g.fill(0)  # here, not after the update: a stopped update leaves a partial sum
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
-        for game, result in self.dealer.games(update.number, self.batch_size, model_ref):
-            update.add(game, result, self.grad_buffer)
+        for index, result in self.dealer.games(update.number, self.batch_size, model_ref):
+            update.add(index, result, self.grad_buffer)
         return update
 
-    def apply(self, update: Update) -> None:
-        """RMSProp with ``update``'s gradient sum, then count it in the state; a
-        ``NonFiniteError``, changing nothing, where no game gave a finite gradient or the
-        weights would stop being finite."""
+    def rmsprop_step(self, update: Update) -> None:
+        """RMSProp with ``update``'s gradient sum, then the update counted in the state. Where
+        no game gave a finite gradient, or the weights would stop being finite, it raises
+        ``NonFiniteError`` and changes nothing."""
         lr = self.learning_rate
         problem = "no game of the update gave a finite gradient"
         if update.dropped < update.played:
             try:
-                self.model.update(self.grad_buffer, self.rmsprop_cache, lr, self.decay_rate)
+                self.model.rmsprop_step(self.grad_buffer, self.rmsprop_cache, lr, self.decay_rate)
                 problem = ""
             except FloatingPointError as e:
                 problem = str(e)
@@ -151,7 +147,7 @@ class Trainer:
             )
         update.seconds = time.perf_counter() - update.started
         notes, update.nodes = self.dealer.news()
-        update.messages[:0] = notes  # workers lost or up, if any, come first
+        update.messages[:0] = notes  # the workers' news, if any, comes first
         self.updates += 1
         self.games += update.played
         self.steps += update.steps

@@ -1,5 +1,4 @@
-"""``RolloutWorker``, the Ray actor that plays games: it owns one env and returns a game's
-gradient; and each game's seed."""
+"""``RolloutWorker``, the Ray actor that plays games and returns their gradients; game seeds."""
 
 from __future__ import annotations
 
@@ -18,18 +17,18 @@ from pong.core.rollout import game_gradient, play_game
 __all__ = ["MAX_RESTARTS", "WORKER_MEMORY", "Result", "RolloutWorker", "game_randomness"]
 __all__ += ["game_seed"]
 
-# Ray restarts a worker whose process dies up to this many times; its game is dealt again by
-# pong.core.schedule, not retried by Ray.
+# Ray restarts a worker whose process dies up to this many times. Ray does not retry the game
+# it was playing; the dealer (pong.core.schedule) gives that game to another worker.
 MAX_RESTARTS = 3
 # Just above the 66-68 MiB a worker playing Pong holds (benchmarks/README.md, "Memory of a
 # worker"): Ray places no more workers on a node than its memory holds.
 WORKER_MEMORY = 72 * 2**20
 
 
-def game_seed(seed: int, update: int, game: int) -> np.random.SeedSequence:
-    """The seed of game ``game`` (from 0) of update ``update`` (from 1) of a run's ``seed``:
-    independent of the weights' seed (spawn key ``(0,)``) and of every other game."""
-    return np.random.SeedSequence(seed, spawn_key=(update, game))
+def game_seed(seed: int, update: int, index: int) -> np.random.SeedSequence:
+    """The seed of game ``index`` (from 0) of update ``update`` (from 1) of a run's ``seed``:
+    spawn key ``(update, index)``, unlike every other game's and the weights' (``(0,)``)."""
+    return np.random.SeedSequence(seed, spawn_key=(update, index))
 
 
 def game_randomness(seed: np.random.SeedSequence | int | None) -> tuple[np.random.Generator, int]:
@@ -66,13 +65,13 @@ class RolloutWorker:
     def __init__(self, make_env: Callable[[], gym.Env]) -> None:
         self.env = make_env()
         self.node = ray.get_runtime_context().get_node_id()
-        self.abandoned: frozenset[int] = frozenset()  # the copies of games to stop
+        self.abandoned: frozenset[int] = frozenset()  # the copy numbers of games to stop
 
     def compute_gradient(
         self, model: Model, seed: np.random.SeedSequence | int | None, copy: int | None = None
     ) -> Result | None:
-        """Play the game of ``seed`` (``game_seed``: the same game on any worker) with
-        ``model``; ``None`` if this ``copy`` of it was abandoned."""
+        """Play the game of ``seed`` (``game_seed``: the same on any worker) with ``model``.
+        ``None`` if ``abandon(copy)`` came: the dealer numbers each start of a game, a copy."""
         rng, reset_seed = game_randomness(seed)
         stop = None if copy is None else (lambda: copy in self.abandoned)
         game = play_game(model, self.env, rng, seed=reset_seed, stop=stop)
@@ -83,8 +82,8 @@ class RolloutWorker:
 
     @ray.method(concurrency_group="control")
     def abandon(self, copy: int) -> None:
-        """Stop the game dealt as ``copy`` (the dealer numbers each game it deals), now or
-        once it starts: another worker answered it. The last thousand numbers are kept."""
+        """Stop copy ``copy`` of a game, now or once it starts: the dealer no longer needs it.
+        Copy numbers more than 1000 below the newest are forgotten."""
         kept = {c for c in self.abandoned if c > copy - 1000}
         self.abandoned = frozenset(kept | {copy})  # one assignment: thread-safe
 

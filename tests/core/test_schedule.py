@@ -75,23 +75,23 @@ def test_each_worker_gets_the_next_game_as_it_finishes_its_last(joined_ray) -> N
     trainer.batch_size = 5
     update = trainer.update()
     assert update.played == 5
-    spans = [span for a in trainer.dealer.actors for span in ray.get(a.get_spans.remote())]
+    spans = [span for a in trainer.dealer.workers for span in ray.get(a.get_spans.remote())]
     assert len(spans) == 5 and most_at_once(spans) == 2 and update.seconds >= 3 * 0.3
     ends = [end for _, end in spans]
     for start, _ in sorted(spans)[2:]:  # each later game starts as an earlier one ends
         assert any(0 <= start - end < 0.15 for end in ends)
     # Every game of update 1 was seeded by its index, whichever worker played it.
-    seeds = [key for a in trainer.dealer.actors for key in ray.get(a.get_seeds.remote())]
+    seeds = [key for a in trainer.dealer.workers for key in ray.get(a.get_seeds.remote())]
     assert sorted(seeds) == [(1, g) for g in range(5)]
     release(trainer)  # their CPUs, for the next test's workers
 
 
 def test_no_more_workers_than_cpus_nor_than_games(joined_ray) -> None:
     small = Trainer(**hyperparameters(TOY))
-    assert len(small.dealer.actors) == 1  # a batch of 1
+    assert len(small.dealer.workers) == 1  # a batch of 1
     release(small)
     big = Trainer(**hyperparameters(Config(batch_size=60, env=TOY.env, seed=0)))
-    assert len(big.dealer.actors) == 3 and list(big.dealer.placement().values()) == [3]
+    assert len(big.dealer.workers) == 3 and list(big.dealer.placement().values()) == [3]
     assert big.update().played == 60
     release(big)
 
@@ -177,7 +177,7 @@ def test_a_lost_game_goes_to_the_next_worker_free_and_its_worker_comes_back(
     )
     assert any(back in n for n in notes), notes
     last = trainer.update()
-    assert sum(last.nodes.values()) == 4 and len(trainer.dealer.live) == 2
+    assert sum(last.nodes.values()) == 4 and len(trainer.dealer.up) == 2
     release(trainer)
 
 
@@ -202,12 +202,12 @@ def test_workers_ray_cannot_place_yet_wait_and_join_with_the_same_bytes(joined_r
     config = Config(batch_size=4, env=TOY.env, seed=5)
     trainer = Trainer(**hyperparameters(config), workers=4)
     dealer = trainer.dealer
-    assert len(dealer.live) == 3 and dealer.waiting() == 1
+    assert len(dealer.up) == 3 and dealer.waiting() == 1
     trainer.update()
-    [waiting], killed = set(range(4)) - set(dealer.live), min(dealer.live)  # Ray chose which waits
-    ray.kill(dealer.actors[killed], no_restart=True)  # its CPU goes to the one waiting
+    [waiting], killed = set(range(4)) - set(dealer.up), min(dealer.up)  # Ray chose which waits
+    ray.kill(dealer.workers[killed], no_restart=True)  # its CPU goes to the one waiting
     notes, deadline = [], time.monotonic() + 60
-    while waiting not in dealer.live and time.monotonic() < deadline:  # it starts in a second
+    while waiting not in dealer.up and time.monotonic() < deadline:  # it starts in a second
         notes += trainer.update().messages
     notes += trainer.update().messages  # and then plays
     release(trainer)
@@ -255,7 +255,7 @@ def test_a_slow_worker_never_holds_the_update_back_and_the_bytes_stay(joined_ray
     trainer = Trainer(**hyperparameters(config), workers=1)
     with_workers(trainer, [SlowWorker.remote(make_env, d) for d in (3.0, 0.0)])
     updates = [trainer.update() for _ in range(3)]
-    slow = trainer.dealer.actors[0]
+    slow = trainer.dealer.workers[0]
     assert all(u.seconds < 3.0 for u in updates), [u.seconds for u in updates]
     assert sum(sum(u.nodes.values()) for u in updates) == 9
     stops = ray.get(slow.told_to_stop.remote(), timeout=30)
@@ -278,14 +278,14 @@ def test_with_no_worker_up_the_wait_is_said_and_bounded(joined_ray) -> None:
     trainer.dealer = Dealer([SleepingWorker.options(num_cpus=64).remote()], 0, expect=0,
                             say=said.append, wait_for_workers=1.0)  # fmt: skip
     started = time.monotonic()
-    with pytest.raises(WorkerError, match=r"no RolloutWorker was up for 1 s \(0 of 1 placed; "):
+    with pytest.raises(WorkerError, match=r"no RolloutWorker was up for 1 s \(1 waiting; "):
         trainer.update()
     assert 1.0 <= time.monotonic() - started < 10
     assert (
-        said == [f"note: no RolloutWorker is up (0 of 1 placed; {said[0].split('placed; ')[1]}"]
+        said == [f"note: no RolloutWorker is up (1 waiting; {said[0].split('waiting; ')[1]}"]
         and "CPUs in the cluster free); waiting for Ray to place or restart one" in said[0]
     ), said
-    ray.kill(trainer.dealer.actors[0])
+    ray.kill(trainer.dealer.workers[0])
 
 
 def test_a_stale_game_is_never_counted_in_the_next_update(joined_ray) -> None:
@@ -319,12 +319,12 @@ class _Asked:
 
 def test_a_restarting_worker_is_asked_once_per_pause(monkeypatch) -> None:
     """Once a restarting worker's pause is over it is asked where it is once, not on every
-    pass of the loop until Ray answers (no Ray: ``ray.wait`` answers nothing at once)."""
+    pass of the loop until Ray replies (no Ray: ``ray.wait`` returns nothing at once)."""
     monkeypatch.setattr(ray, "wait", lambda refs, **_: ([], list(refs)))
     worker = _Asked()
     dealer = Dealer([worker], seed=0, expect=0)
     dealer.calls.clear()  # its first describe failed: Ray said the worker is restarting
     dealer.retry[0] = (time.monotonic() - 1.0, 1)  # and its pause is over
     for _ in range(3):
-        assert dealer.next_answer() is None
+        assert dealer.next_reply() is None
     assert worker.asked == 2  # at the start, and once after the pause

@@ -55,8 +55,8 @@ def test_a_killed_worker_is_restarted_and_every_batch_is_full(tmp_path) -> None:
     batches = [m for m in map(BATCH_LINE.match, text.splitlines()) if m]
     assert [m[1] for m in batches] == ["1", "2", "3", "4", "5", "6"]
     assert all(m[2] == "2" for m in batches)  # full batches
-    # Its game went to the worker free: dealt again, or a backup that answered first (the
-    # loss then shows once its call's answer comes in).
+    # Its game went to the worker free: dealt again, or a backup that finished first (the
+    # loss then shows once its call's reply comes in).
     assert "RolloutWorker 0 was lost (its process or node)" in text or (
         "RolloutWorker 1 was lost (its process or node)" in text
     ), text
