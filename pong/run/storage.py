@@ -1,7 +1,7 @@
 """Where a sweep keeps its files: a local directory (one machine, or a filesystem every node
-mounts) or a URI that pyarrow opens (``s3://bucket/prefix``), as Tune's ``storage_path`` takes.
-Each trial's run, as it last reported it, is in ``DIR/<trial>/checkpoint_NNNNNN/``. Every file
-is read as hostile: bounded, no link followed.
+mounts) or a URI pyarrow opens (``s3://bucket/prefix``), as Tune's ``storage_path`` takes. A
+trial's run, as last reported, is ``DIR/<trial>/checkpoint_NNNNNN/``. Every file is hostile:
+read bounded, no link followed.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pong.run.checkpoint import FILENAME, MAX_HEADER_BYTES, CheckpointError, hea
 from pong.run.errors import first_line
 from pong.run.files import atomic_write, open_file
 
-__all__ = ["CHECKPOINT_PREFIX", "Storage", "StorageError", "is_uri"]
+__all__ = ["CHECKPOINT_PREFIX", "Storage", "StorageError"]
 
 CHECKPOINT_PREFIX = "checkpoint_"  # Tune's name for a reported checkpoint's directory
 MAX_COPY = 2**30  # bytes a trial's run copied down may hold: a Pong run has about 30 MB
@@ -24,15 +24,12 @@ class StorageError(OSError):
     """A file of the storage that cannot be read or written; the message names it."""
 
 
-def is_uri(where: str | os.PathLike) -> bool:
-    return "://" in str(where)
-
-
 class Storage:
     """A sweep's directory, local or remote: read, write and list files below it."""
 
     def __init__(self, where: str | os.PathLike) -> None:
-        self.remote, self.uri = is_uri(where), str(where)
+        self.uri = str(where)
+        self.remote = "://" in self.uri
         if not self.remote:
             self.uri = self.where = self.root = str(Path(where).absolute())
             return
@@ -47,17 +44,11 @@ class Storage:
     def __str__(self) -> str:
         return self.uri  # as given: a URI with its query, or an absolute path
 
-    def parent_and_name(self) -> tuple[str, str]:
-        """Tune's ``storage_path`` (with the URI's query) and experiment name for it."""
-        path, _, query = self.uri.partition("?") if self.remote else (self.uri, "", "")
-        parent, _, name = path.rstrip("/").rpartition("/")
-        return (parent + (f"?{query}" if query else "")) or "/", name
+    def name(self, rel: str) -> str:
+        """The path or URI of ``rel`` as a message names it (a URI without its query)."""
+        return f"{self.where}/{rel}"
 
-    def name(self, rel: str = "") -> str:
-        """The path or URI of ``rel`` as a message names it."""
-        return f"{self.where}/{rel}" if rel else self.where
-
-    def _path(self, rel: str = "") -> str:
+    def _path(self, rel: str) -> str:
         return f"{self.root}/{rel}" if rel else self.root
 
     def read(self, rel: str, max_bytes: int, *, head: bool = False) -> bytes:
@@ -81,8 +72,9 @@ class Storage:
     def write(self, rel: str, data: bytes) -> None:
         """``rel`` written whole (a link planted there is replaced, never written through)."""
         try:
-            opened = self.fs.open_output_stream if self.remote else atomic_write
-            with opened(self._path(rel)) as f:
+            with (self.fs.open_output_stream if self.remote else atomic_write)(
+                self._path(rel)
+            ) as f:
                 f.write(data)
         except OSError as e:
             raise StorageError(f"could not write {self.name(rel)}: {_said(e)}") from None
@@ -104,10 +96,9 @@ class Storage:
     def directories(self, rel: str = "") -> list[str]:
         return sorted(name for name, is_dir in self.listing(rel).items() if is_dir)
 
-    def prune(self, trial: str, keep: str | None = None) -> list[str]:
-        """Delete what the trial holds under a checkpoint's name but ``keep``
-        (``trial/checkpoint_N``): older checkpoints, and links planted there (Tune would write
-        through them). The names deleted."""
+    def prune(self, trial: str, keep: str) -> list[str]:
+        """Delete what the trial holds under a checkpoint's name but ``keep``: older checkpoints,
+        and links planted there (Tune would write through them). The names deleted."""
         gone = []
         for name, is_dir in sorted(self.listing(trial).items()):
             if name.startswith(CHECKPOINT_PREFIX) and f"{trial}/{name}" != keep:
@@ -141,25 +132,23 @@ class Storage:
                         raise StorageError(f"{self.name(rel)}: more than {MAX_COPY:,} bytes")
                     shutil.copyfileobj(f, out)
 
-    def checkpoints(self, trial: str) -> list[tuple[int, str]]:
-        """(update, ``trial/checkpoint_N``) of the trial's checkpoints whose header is readable,
-        the latest update first (a resumed trial's first checkpoint restarts Tune's numbering)."""
+    def checkpoints(self, trial: str) -> list[str]:
+        """The trial's ``trial/checkpoint_N`` whose header is readable, the latest update first
+        (a resumed trial's first checkpoint restarts Tune's numbering)."""
         found = []
-        for name in self.directories(trial):
-            if name.startswith(CHECKPOINT_PREFIX):
-                rel = f"{trial}/{name}"
-                try:  # the update, from the header alone
-                    data = self.read(f"{rel}/{FILENAME}", 8 + MAX_HEADER_BYTES, head=True)
-                    header = data[8 : 8 + int.from_bytes(data[:8], "little")]
-                    found.append((header_update(rel, header), rel))
-                except (OSError, CheckpointError, KeyError, ValueError):
-                    pass  # none there, or damaged
-        return sorted(found, reverse=True)
+        for name in filter(lambda n: n.startswith(CHECKPOINT_PREFIX), self.directories(trial)):
+            rel = f"{trial}/{name}"
+            try:  # the update, from the header alone
+                data = self.read(f"{rel}/{FILENAME}", 8 + MAX_HEADER_BYTES, head=True)
+                size = int.from_bytes(data[:8], "little")
+                found.append((header_update(rel, data[8 : 8 + size]), rel))
+            except (OSError, CheckpointError, KeyError, ValueError):
+                pass  # none there, or damaged
+        return [rel for _, rel in sorted(found, reverse=True)]
 
-    def latest(self, trial: str) -> tuple[str, int] | None:
-        """The trial's ``trial/checkpoint_N`` of the latest update, and that update."""
-        found = self.checkpoints(trial)
-        return (found[0][1], found[0][0]) if found else None
+    def latest(self, trial: str) -> str | None:
+        """The trial's ``trial/checkpoint_N`` of the latest update."""
+        return next(iter(self.checkpoints(trial)), None)
 
 
 def _said(error: OSError) -> str:

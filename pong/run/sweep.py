@@ -36,7 +36,7 @@ from pong.run.config import path as nonempty_path
 from pong.run.errors import UsageError, command, first_line, printable
 from pong.run.metrics import UPDATES, MetricsFileError, rows
 from pong.run.stops import STOPS, Stops
-from pong.run.storage import CHECKPOINT_PREFIX, Storage, StorageError, is_uri
+from pong.run.storage import CHECKPOINT_PREFIX, Storage, StorageError
 
 __all__ = ["main", "trial_name"]
 
@@ -44,8 +44,7 @@ PROG = "python -m pong sweep"
 DEFINITION = "sweep.json"  # what the sweep is and how its trials ended: plain, checked JSON
 FORMAT = "pong-sweep/1"
 SUMMARY = "summary.csv"
-LOCK = ".lock"  # a local sweep directory's owner holds an OS lock on it
-OWNER = "owner.json"  # a URI's owner says so in a file (an object store has no lock)
+LOCK, OWNER = ".lock", "owner.json"  # a local directory's owner locks; a URI has no locks
 MAX_TRIALS = 1000
 MAX_DEFINITION = 4 * 2**20  # bytes of sweep.json: 1,000 trials take about 200 KB
 MAX_METRICS = 256 * 2**20  # bytes of a remote updates.csv read for the summary
@@ -104,8 +103,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     sweep.add_argument("--resume", type=where, metavar="DIR",
                        help="finish the sweep in DIR, each trial from its checkpoint")  # fmt: skip
     sweep.add_argument("--download", nargs=2, type=where, metavar=("SWEEP", "DEST"), help="copy"
-                       " each trial's run (or one trial's, SWEEP/NAME) into the new directory"
-                       " DEST, where driver.py --resume DEST/NAME continues it")  # fmt: skip
+                       " each trial's run into the new directory DEST, where driver.py --resume"
+                       " DEST/NAME continues it")  # fmt: skip
     args = parser.parse_args(argv)
     # --resume keeps the sweep's settings, --download needs none; otherwise every flag goes
     mode = next((m for m in ("resume", "download") if getattr(args, m) is not None), None)
@@ -121,16 +120,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def where(text: str) -> str | Path:
     """A sweep directory: a URI as its text (a ``Path`` would fold its ``//``), else a path."""
-    return text if is_uri(text) else nonempty_path(text)
-
-
-def grid(args: argparse.Namespace) -> list[Config]:
-    """Every combination of the swept values, seeds innermost (seed 1 unless told: a sweep
-    repeats); a value given twice is one."""
-    values = [getattr(args, n) or [1 if n == "seed" else getattr(Config, n)] for n in SWEPT]
-    combos = itertools.product(*(dict.fromkeys(v) for v in values))
-    env = args.env or Config.env
-    return [Config(env=env, **dict(zip(SWEPT, combo, strict=True))) for combo in combos]
+    return text if "://" in text else nonempty_path(text)
 
 
 def refuse(message: str) -> int:
@@ -154,8 +144,7 @@ class Sweep:
 
 
 def check(configs: list[Config], workers: int | None) -> None:
-    """A ``ValueError`` for what no trial could run: an env this program does not play, more
-    workers than an update of the smallest batch size has games."""
+    """A ``ValueError`` for what no trial could run: an unknown env, too many workers."""
     from pong.envs.make import check_env
 
     for env in {c.env for c in configs}:
@@ -169,16 +158,16 @@ def check(configs: list[Config], workers: int | None) -> None:
 
 
 def read_definition(storage: Storage) -> Sweep:
-    """The sweep in ``DIR/sweep.json``, read as hostile: every value checked as its flag is;
-    one-line ``UsageError``s naming the file."""
+    """``DIR/sweep.json``, read as hostile: each value checked as its flag is, else one line."""
     parse = {f.name: f.metadata["type"] for f in dataclasses.fields(Options)}
+    keys = ("format", "trials", "settings", "ended", "seconds")
     try:
         body = json.loads(storage.read(DEFINITION, MAX_DEFINITION), object_pairs_hook=unique)
         if not isinstance(body, dict) or body.get("format") != FORMAT:
             raise ValueError("not a pong sweep")
-        if set(body) != {"format", "trials", "settings", "ended", "seconds"}:
-            raise ValueError("expected the keys format, trials, settings, ended, seconds")
-        trials, settings, ended = body["trials"], body["settings"], body["ended"]
+        if set(body) != set(keys):
+            raise ValueError(f"expected the keys {', '.join(keys)}")
+        _, trials, settings, ended, seconds = (body[k] for k in keys)
         if not isinstance(trials, list) or not 0 < len(trials) <= MAX_TRIALS:
             raise ValueError(f"trials: expected a list of 1 to {MAX_TRIALS:,} settings")
         configs = [Config.from_dict(t) for t in trials]
@@ -206,20 +195,18 @@ def read_definition(storage: Storage) -> Sweep:
             k in names and v in ENDED for k, v in ended.items()
         ):
             raise ValueError(f"ended: expected trial names, each one of {', '.join(ENDED)}")
-        if type(seconds := body["seconds"]) not in (int, float) or not 0 <= seconds < math.inf:
+        if type(seconds) not in (int, float) or not 0 <= seconds < math.inf:
             raise ValueError("seconds: expected a number of at least 0")
         check(configs, settings["workers"])
     except FileNotFoundError:
-        where = printable(str(storage))
-        raise UsageError(f"--resume {where}: no sweep there (no {DEFINITION})") from None
+        raise UsageError(f"{printable(str(storage))}: no sweep there (no {DEFINITION})") from None
     except (ValueError, RecursionError, TypeError) as e:
         raise UsageError(f"{storage.name(DEFINITION)}: damaged ({first_line(e)})") from None
     return Sweep(configs, settings, ended, float(seconds))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    stops = _STOPS
-    stops.install()  # the first stop raises KeyboardInterrupt until Ray starts (see run_sweep)
+    _STOPS.install()  # the first stop raises KeyboardInterrupt until Ray starts (see run_sweep)
     try:
         args = parse_args(argv)
         if args.download is not None:
@@ -232,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         storage = Storage(where)
         sweep = read_definition(storage) if args.resume else new_sweep(args, storage)
         with owned(storage, creating=args.resume is None):
-            return run_sweep(args, storage, sweep, stops)
+            return run_sweep(args, storage, sweep)
     except (UsageError, StorageError) as e:
         return refuse(str(e))
     except OSError as e:  # a file of ours the checks could not foresee (no permission, say)
@@ -240,14 +227,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return refuse(f"{printable(e.filename)}: {e.strerror or e}")
     except KeyboardInterrupt:
-        stop = stops.received[0] if stops.received else signal.SIGINT
+        stop = _STOPS.received[0] if _STOPS.received else signal.SIGINT
         print(f"Interrupted by {stop.name}; no trial had started.", file=sys.stderr, flush=True)
         return 128 + stop.value
 
 
 def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
-    """The sweep the flags ask for, once its directory is known to be new or empty."""
-    configs = grid(args)
+    """Every combination of the swept values (seed 1 unless told, so a sweep repeats)."""
+    values = [getattr(args, n) or [1 if n == "seed" else getattr(Config, n)] for n in SWEPT]
+    combos = itertools.product(*(dict.fromkeys(v) for v in values))
+    configs = [
+        Config(env=args.env or Config.env, **dict(zip(SWEPT, c, strict=True))) for c in combos
+    ]
     if len(configs) > MAX_TRIALS:
         raise UsageError(f"the grid has {len(configs):,} trials, more than {MAX_TRIALS:,}")
     if not storage.remote:
@@ -275,13 +266,12 @@ def _holds_files(storage: Storage) -> bool:
     try:
         return bool(set(storage.listing()) - {LOCK, OWNER})
     except OSError as e:  # the store cannot be reached, say
-        raise UsageError(f"--sweep-dir {storage.name()}: {first_line(e)}") from None
+        raise UsageError(f"--sweep-dir {storage.where}: {first_line(e)}") from None
 
 
 @contextlib.contextmanager
 def owned(storage: Storage, creating: bool):
-    """The sweep directory owned by this process while the block runs: a local one by an OS
-    lock (as a run directory), a URI by an owner file; a second owner gets one line."""
+    """The sweep directory owned while the block runs (a second owner gets one line)."""
     from pong.run.directory import lock
     from pong.run.files import Directory
 
@@ -308,9 +298,9 @@ def owned(storage: Storage, creating: bool):
         yield
 
 
-def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: Stops) -> int:
+def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
     """Join Ray, run the trials not yet ended, then print and write the summary."""
-    started, given = time.monotonic(), args.address
+    started, given, stops = time.monotonic(), args.address, _STOPS
     # From here a stop is counted, not raised (raised inside Ray's start it showed as a stray
     # traceback): it ends the sweep before Tune starts, or through Tune's stopper once it runs.
     stops.holding = True
@@ -356,13 +346,11 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
             finally:
                 stops.install()  # and counted once ours are in place again
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
-    return report(storage, sweep, stops, time.monotonic() - started, given)
+    return report(storage, sweep, time.monotonic() - started, given)
 
 
 def check_storage(storage: Storage, names: list[str]) -> None:
-    """Refuse a local sweep directory that some node of the cluster cannot see (each has its
-    own disk), or trial directories Tune would write through (a link) or fail on (a file);
-    remove links planted under a checkpoint's name."""
+    """Refuse a local sweep directory some node cannot see (each has its own disk)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as On
 
@@ -389,8 +377,7 @@ def check_storage(storage: Storage, names: list[str]) -> None:
 
 
 def check_trial_directory(storage: Storage, name: str) -> None:
-    """Refuse a trial directory that is a link or a file (Tune would write through it or fail
-    on it); remove links planted in it under a checkpoint's name."""
+    """Refuse a trial directory Tune would write through or fail on; remove planted links."""
     path = Path(storage.root, name)
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         what = "a symbolic link" if path.is_symlink() else "not a directory"
@@ -402,7 +389,6 @@ def check_trial_directory(storage: Storage, name: str) -> None:
 
 
 def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[Config]):
-    """A Tune experiment of the trials in ``todo`` into ``storage``; says so."""
     import ray
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
@@ -424,7 +410,9 @@ def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[
     most, asha = settings["updates"], settings["scheduler"] == "asha"
     asha = asha and ASHAScheduler(time_attr="update", metric="running_mean", mode="max",
                                   max_t=most, grace_period=max(1, most // 10))  # fmt: skip
-    parent, name = storage.parent_and_name()
+    path, _, query = str(storage).partition("?") if storage.remote else (storage.root, "", "")
+    parent, _, name = path.rstrip("/").rpartition("/")  # Tune's storage_path, with the query
+    parent = (parent + (f"?{query}" if query else "")) or "/"
     stopper, lines = _hooks(sweep, storage)
     return tune.Tuner(
         tune.with_resources(trainable, tune.PlacementGroupFactory(bundles)),
@@ -442,9 +430,8 @@ def _count(n: int, thing: str) -> str:
 
 
 def trial(space: dict[str, Any], where: str) -> None:
-    """One Tune trial: a run in a directory of its node, trained by the driver's loop, each
-    update reported with that directory as its checkpoint (so a stop or a lost node loses no
-    finished update)."""
+    """One Tune trial: the driver's loop, each update reported with its run as the checkpoint
+    (so a stop or a lost node loses no finished update)."""
     from ray import tune
 
     from pong.run.training import train
@@ -488,12 +475,11 @@ def _done(settings: dict[str, Any], update: int, mean: float | None) -> bool:
 
 
 def _trial_run(config: Config, storage: Storage, local: Path):
-    """The trial's run in ``local``, opened: its latest checkpoint in the storage that can be
-    resumed (a damaged one is passed over for the one before), copied down, else a new run."""
+    """The trial's latest checkpoint that can be resumed, copied into ``local``; else a new run."""
     from pong.run.directory import Run
 
     name, problem = trial_name(config), None
-    for _, rel in storage.checkpoints(name):
+    for rel in storage.checkpoints(name):
         try:
             storage.copy_down(rel, local)
             run = Run.resume(local, {}, 1)
@@ -515,16 +501,13 @@ def _trial_run(config: Config, storage: Storage, local: Path):
 _STOPS = Stops()  # the sweep's stop signals: ``main`` installs it, Tune's stopper reads it
 
 
-def _name(t) -> str:
-    """A Tune trial's name, from its settings."""
+def _name(t) -> str:  # a Tune trial's name, from its settings
     return trial_name(Config.from_dict(t.config["settings"]["config"]))
 
 
 def _hooks(sweep: Sweep, storage: Storage):
-    """Tune's stopper and callback for the sweep, made once Tune is imported. A stop signal
-    ends every trial (each has reported its last finished update with its checkpoint) and
-    starts no other; a line per trial update, as the driver's, instead of Tune's tables; a
-    trial that will not run again is written into ``sweep.json`` with how it ended."""
+    """Tune's stopper (a stop signal ends every trial, starts none) and callback (a line per
+    update instead of Tune's tables; how a trial ended, into ``sweep.json``)."""
     from ray import tune
 
     class Interrupted(tune.Stopper):
@@ -549,7 +532,12 @@ def _hooks(sweep: Sweep, storage: Storage):
                 self.ended(trial, "stopped-early")
 
         def on_trial_error(self, iteration, trials, trial, **info) -> None:
-            print(f"note: trial {_name(trial)} failed: {_error_of(trial)}", flush=True)
+            why, lines = "see its log", []  # else its traceback's last message, in error.txt
+            with contextlib.suppress(OSError, TypeError), open(trial.error_file, "rb") as f:
+                lines = f.read(2**20).decode(errors="replace").splitlines()
+            if raised := [n.rstrip() for n in lines if n[:1].strip() and ": " in n]:
+                why = raised[-1].split(": ", 1)[1]
+            print(f"note: trial {_name(trial)} failed: {why}", flush=True)
             self.ended(trial, "failed")
 
         def ended(self, trial, how: str) -> None:
@@ -559,19 +547,8 @@ def _hooks(sweep: Sweep, storage: Storage):
     return Interrupted(), Lines()
 
 
-def _error_of(trial) -> str:
-    """Why a Tune trial failed: the message its traceback ends with, in the error.txt Tune
-    wrote on this machine."""
-    with contextlib.suppress(OSError, TypeError), open(trial.error_file, errors="replace") as f:
-        lines = [line.rstrip() for line in f.read(2**20).splitlines() if line.strip()]
-        if raised := [line for line in lines if not line[0].isspace() and ": " in line]:
-            return raised[-1].split(": ", 1)[1]
-    return "see its log"
-
-
-def report(storage: Storage, sweep: Sweep, stops: Stops, took: float, address=None) -> int:
-    """The summary (printed and in ``summary.csv``) and the last line: done, or the command
-    that finishes the sweep (on the cluster at ``address``, as given); the exit code."""
+def report(storage: Storage, sweep: Sweep, took: float, address=None) -> int:
+    """The summary, printed and in ``summary.csv``; done, or the command that finishes it."""
     sweep.seconds += took
     storage.write(DEFINITION, sweep.to_json())
     table, out = summarize(storage, sweep), io.StringIO()
@@ -588,7 +565,7 @@ def report(storage: Storage, sweep: Sweep, stops: Stops, took: float, address=No
         again += f" --address={errors.shell_word(address)}" if address else ""  # the same cluster
         print(f"Stopped with {unfinished} of {trials} trials unfinished{said}; continue with:"
               f" {again}", flush=True)  # fmt: skip
-        return 128 + stops.received[0].value if stops.received else 1
+        return 128 + _STOPS.received[0].value if _STOPS.received else 1
     print(f"Done: {_count(trials, 'trial')} in {took:.0f} s{said};"
           f" {printable(storage.name(SUMMARY))}")  # fmt: skip
     return 1 if tally["failed"] else 0
@@ -599,12 +576,11 @@ def _shown(storage: Storage) -> str:
     return errors.shell_word(str(storage)) if storage.remote else errors.pasteable(storage.root)
 
 
-def updates_of(storage: Storage, name: str) -> list[dict[str, str]]:
-    """The rows of trial ``name``'s ``updates.csv`` in its latest checkpoint, read as hostile:
-    a note where they cannot be read."""
+def _updates(storage: Storage, name: str) -> list[dict[str, str]]:
+    """The rows of the trial's latest ``updates.csv``, read as hostile (else a note)."""
     if (latest := storage.latest(name)) is None:
         return []
-    rel = f"{latest[0]}/{UPDATES}"
+    rel = f"{latest}/{UPDATES}"
     try:
         if not storage.remote:
             return list(rows(Path(storage.root, rel)))
@@ -616,9 +592,8 @@ def updates_of(storage: Storage, name: str) -> list[dict[str, str]]:
 
 
 def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
-    """One row per setting over its seeds, every trial of the grid counted (started or not);
-    ``best`` marks the highest final running mean over seeds, and the fewest games (of the
-    slowest seed) to a running mean above 0."""
+    """One row per setting over its seeds, every trial counted; ``best`` marks the highest final
+    running mean, and the fewest games (of the slowest seed) to a running mean above 0."""
     by_setting: dict[tuple, list[Config]] = {}
     for c in sorted(sweep.configs, key=lambda c: c.seed):
         by_setting.setdefault((c.batch_size, c.learning_rate, c.decay_rate), []).append(c)
@@ -626,7 +601,7 @@ def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
     for (size, lr, decay), trials in sorted(by_setting.items()):
         final, to_zero, seconds, ended = [], [], 0.0, []
         for c in trials:
-            updates = updates_of(storage, trial_name(c))
+            updates = _updates(storage, trial_name(c))
             final += [float(updates[-1]["running_mean"])] if updates else []
             zero = [int(u["games"]) for u in updates if float(u["running_mean"]) > 0]
             to_zero.append(zero[0] if zero else math.inf)
@@ -650,24 +625,16 @@ def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
 
 
 def download(source: str | Path, dest: Path) -> int:
-    """``--download``: each trial's latest run (or the one trial's) copied into ``dest``."""
+    """``--download``: each trial's latest run copied into ``dest``."""
     dest, storage = Path(dest), Storage(source)
     if os.path.lexists(dest) and (dest.is_symlink() or not dest.is_dir() or any(dest.iterdir())):
         return refuse(f"--download: {printable(dest)}: must be a new or empty directory")
     if not storage.remote and dest.resolve().is_relative_to(Path(storage.root).resolve()):
         return refuse(f"--download: {printable(dest)}: inside the sweep it copies")
     try:
-        one = None  # the trial of SWEEP/NAME
-        if DEFINITION not in storage.listing():
-            parent, one = storage.parent_and_name()
-            if DEFINITION not in (storage := Storage(parent)).listing():
-                return refuse(f"--download: {printable(str(source))}: not a sweep (no"
-                              f" {DEFINITION}), nor a trial of one")  # fmt: skip
-        names = [n for n in map(trial_name, read_definition(storage).configs) if one in (None, n)]
-        if not names:
-            return refuse(f"--download: {printable(str(source))}: no trial of that name")
-        found = {name: latest for name in names if (latest := storage.latest(name))}
-        for name, (rel, _) in found.items():
+        names = [trial_name(c) for c in read_definition(storage).configs]
+        found = {name: rel for name in names if (rel := storage.latest(name))}
+        for name, rel in found.items():
             storage.copy_down(rel, dest / name)
     except (UsageError, OSError) as e:  # StorageError, and pyarrow's own
         return refuse(f"--download: {e}")
