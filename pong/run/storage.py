@@ -28,7 +28,7 @@ class Storage:
     """A sweep's directory, local or remote: read, write and list files below it."""
 
     def __init__(self, where: str | os.PathLike) -> None:
-        self.uri = str(where)
+        self.uri = str(where)  # as given: a URI with its query, or an absolute path
         self.remote = "://" in self.uri
         if not self.remote:
             self.uri = self.where = self.root = str(Path(where).absolute())
@@ -40,9 +40,6 @@ class Storage:
         except Exception as e:  # pyarrow's own kinds: ArrowInvalid, ArrowNotImplementedError
             raise StorageError(f"{where}: not a storage URI pyarrow opens ({e})") from None
         self.root, self.where = root.rstrip("/"), self.uri.split("?")[0].rstrip("/")  # no query
-
-    def __str__(self) -> str:
-        return self.uri  # as given: a URI with its query, or an absolute path
 
     def name(self, rel: str) -> str:
         """The path or URI of ``rel`` as a message names it (a URI without its query)."""

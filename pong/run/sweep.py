@@ -20,14 +20,11 @@ import math
 import os
 import shutil
 import signal
-import socket
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pong.run import errors
 from pong.run.checkpoint import unique
@@ -65,6 +62,7 @@ QUIET_TUNE = {  # no logs of Tune's own (they would copy the runs' metrics), no 
     "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "RAY_AIR_NEW_OUTPUT": "0",
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",  # each update is one
 }  # fmt: skip
+_STOPS = Stops()  # the sweep's stop signals: ``main`` installs it, Tune's stopper reads it
 
 
 def trial_name(config: Config) -> str:
@@ -73,7 +71,30 @@ def trial_name(config: Config) -> str:
     return f"batch{config.batch_size}-lr{lr!r}-decay{decay!r}-seed{config.seed}"
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def _name(t) -> str:  # a Tune trial's name, from its settings
+    return trial_name(Config.from_dict(t.config["settings"]["config"]))
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'s' * (n != 1)}"
+
+
+def refuse(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _expect(ok: object, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+def where(text: str) -> str | Path:
+    """A sweep directory: a URI as its text (a ``Path`` would fold its ``//``), else a path."""
+    return text if "://" in text else nonempty_path(text)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     about = "Sweep seeds and settings on Ray Tune; each trial is a driver.py run."
     parser = errors.OneLineParser(prog=PROG, description=about)
     grid = parser.add_argument_group("the grid: each of these takes one value or several")
@@ -118,22 +139,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def where(text: str) -> str | Path:
-    """A sweep directory: a URI as its text (a ``Path`` would fold its ``//``), else a path."""
-    return text if "://" in text else nonempty_path(text)
-
-
-def refuse(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
-
-
 @dataclasses.dataclass
 class Sweep:
     """What ``sweep.json`` holds: the grid, every trial's settings, and how trials ended."""
 
     configs: list[Config]
-    settings: dict[str, Any]  # PASSED, and the scheduler
+    settings: dict  # PASSED, and the scheduler
     ended: dict[str, str] = dataclasses.field(default_factory=dict)  # by trial name
     seconds: float = 0.0  # of the sweep's launches, summed over resumes
 
@@ -147,14 +158,14 @@ def check(configs: list[Config], workers: int | None) -> None:
     """A ``ValueError`` for what no trial could run: an unknown env, too many workers."""
     from pong.envs.make import check_env
 
-    for env in {c.env for c in configs}:
-        try:
+    try:
+        for env in {c.env for c in configs}:
             check_env(env)
-        except ValueError as e:
-            raise ValueError(f"--env: {e}") from None
-    if workers is not None and workers > (smallest := min(c.batch_size for c in configs)):
-        raise ValueError(f"--workers {workers}: at most the smallest batch size ({smallest}),"
-                         " since each worker plays one game at a time")  # fmt: skip
+    except ValueError as e:
+        raise ValueError(f"--env: {e}") from None
+    smallest = min(c.batch_size for c in configs)
+    _expect(workers is None or workers <= smallest, f"--workers {workers}: at most the smallest"
+            f" batch size ({smallest}), since each worker plays one game at a time")  # fmt: skip
 
 
 def read_definition(storage: Storage) -> Sweep:
@@ -163,49 +174,43 @@ def read_definition(storage: Storage) -> Sweep:
     keys = ("format", "trials", "settings", "ended", "seconds")
     try:
         body = json.loads(storage.read(DEFINITION, MAX_DEFINITION), object_pairs_hook=unique)
-        if not isinstance(body, dict) or body.get("format") != FORMAT:
-            raise ValueError("not a pong sweep")
-        if set(body) != set(keys):
-            raise ValueError(f"expected the keys {', '.join(keys)}")
+        _expect(isinstance(body, dict) and body.get("format") == FORMAT, "not a pong sweep")
+        _expect(set(body) == set(keys), f"expected the keys {', '.join(keys)}")
         _, trials, settings, ended, seconds = (body[k] for k in keys)
-        if not isinstance(trials, list) or not 0 < len(trials) <= MAX_TRIALS:
-            raise ValueError(f"trials: expected a list of 1 to {MAX_TRIALS:,} settings")
+        many = isinstance(trials, list) and 0 < len(trials) <= MAX_TRIALS
+        _expect(many, f"trials: expected a list of 1 to {MAX_TRIALS:,} settings")
         configs = [Config.from_dict(t) for t in trials]
         names = [trial_name(c) for c in configs]
-        if len(set(names)) != len(names) or any(c.seed is None for c in configs):
-            raise ValueError("trials: each setting once, each with a seed")
+        once = len(set(names)) == len(names) and all(c.seed is not None for c in configs)
+        _expect(once, "trials: each setting once, each with a seed")
         if isinstance(settings, dict):  # a name it was written with, read as today's
             settings = {OLD_PASSED.get(k, k): v for k, v in settings.items()}
-        if not isinstance(settings, dict) or set(settings) != {*PASSED, "scheduler"}:
-            raise ValueError(f"settings: expected {', '.join((*PASSED, 'scheduler'))}")
+        known = isinstance(settings, dict) and set(settings) == {*PASSED, "scheduler"}
+        _expect(known, f"settings: expected {', '.join((*PASSED, 'scheduler'))}")
         for name in PASSED:  # each parsed by its flag's own parser (None: not given)
+            value = settings[name]
             try:
-                value = settings[name]
-                if (value is not None or name == "watch_every") and (
-                    parse[name](str(value)) != value or isinstance(value, bool)
-                ):
-                    raise argparse.ArgumentTypeError(f"expected a number, got {value!r}")
+                same = value is None and name != "watch_every" or parse[name](str(value)) == value
             except argparse.ArgumentTypeError as e:
                 raise ValueError(f"settings: {name}: {e}") from None
-        if settings["scheduler"] not in ("fifo", "asha") or (
-            settings["scheduler"] == "asha" and settings["updates"] is None
-        ):
-            raise ValueError("settings: scheduler: expected fifo, or asha with updates")
-        if not isinstance(ended, dict) or not all(
-            k in names and v in ENDED for k, v in ended.items()
-        ):
-            raise ValueError(f"ended: expected trial names, each one of {', '.join(ENDED)}")
-        if type(seconds) not in (int, float) or not 0 <= seconds < math.inf:
-            raise ValueError("seconds: expected a number of at least 0")
+            _expect(same and not isinstance(value, bool),
+                    f"settings: {name}: expected a number, got {value!r}")  # fmt: skip
+        asha = settings["scheduler"] == "asha" and settings["updates"] is not None
+        _expect(asha or settings["scheduler"] == "fifo", "settings: scheduler: expected fifo, or"
+                " asha with updates")  # fmt: skip
+        ok = isinstance(ended, dict) and all(k in names and v in ENDED for k, v in ended.items())
+        _expect(ok, f"ended: expected trial names, each one of {', '.join(ENDED)}")
+        number = type(seconds) in (int, float) and 0 <= seconds < math.inf
+        _expect(number, "seconds: expected a number of at least 0")
         check(configs, settings["workers"])
     except FileNotFoundError:
-        raise UsageError(f"{printable(str(storage))}: no sweep there (no {DEFINITION})") from None
+        raise UsageError(f"{printable(storage.uri)}: no sweep there (no {DEFINITION})") from None
     except (ValueError, RecursionError, TypeError) as e:
         raise UsageError(f"{storage.name(DEFINITION)}: damaged ({first_line(e)})") from None
     return Sweep(configs, settings, ended, float(seconds))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     _STOPS.install()  # the first stop raises KeyboardInterrupt until Ray starts (see run_sweep)
     try:
         args = parse_args(argv)
@@ -215,8 +220,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ray import tune  # noqa: F401
         except ImportError:
             return refuse("Ray Tune is not installed: pip install -e '.[sweep]'")
-        where = args.resume or args.sweep_dir or time.strftime("runs/sweep-%Y%m%d-%H%M%S")
-        storage = Storage(where)
+        storage = Storage(
+            args.resume or args.sweep_dir or time.strftime("runs/sweep-%Y%m%d-%H%M%S")
+        )
         sweep = read_definition(storage) if args.resume else new_sweep(args, storage)
         with owned(storage, creating=args.resume is None):
             return run_sweep(args, storage, sweep)
@@ -235,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
     """Every combination of the swept values (seed 1 unless told, so a sweep repeats)."""
     values = [getattr(args, n) or [1 if n == "seed" else getattr(Config, n)] for n in SWEPT]
-    combos = itertools.product(*(dict.fromkeys(v) for v in values))
+    combos = itertools.product(*(dict.fromkeys(v) for v in values))  # a value given twice is one
     configs = [
         Config(env=args.env or Config.env, **dict(zip(SWEPT, c, strict=True))) for c in combos
     ]
@@ -248,10 +254,9 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
             what = "a symbolic link" if directory.is_symlink() else "not a directory"
             raise UsageError(f"--sweep-dir {printable(directory)}: {printable(first)} is {what}")
     if _holds_files(storage):
-        raise UsageError(
-            f"--sweep-dir {printable(str(storage))}: holds files already; choose a"
-            f" new directory, or --resume {_shown(storage)} to finish a sweep there"
-        )
+        raise UsageError(f"--sweep-dir {printable(storage.uri)}: holds files already; choose a"
+                         f" new directory, or --resume {_shown(storage)} to finish a sweep"
+                         " there")  # fmt: skip
     settings = {n: getattr(args, n) for n in PASSED} | {"scheduler": args.scheduler or "fifo"}
     settings["watch_every"] = 100 if args.watch_every is None else args.watch_every
     try:
@@ -278,9 +283,9 @@ def owned(storage: Storage, creating: bool):
     if storage.remote:
         with contextlib.suppress(FileNotFoundError):
             holder = storage.read(OWNER, 4096).decode(errors="replace").strip()[:200]
-            raise UsageError(f"{storage} is in use by {holder}; one sweep per directory (if that"
-                             f" sweep has ended, delete {storage.name(OWNER)})")  # fmt: skip
-        storage.write(OWNER, f"{PROG} (pid {os.getpid()} on {socket.gethostname()})\n".encode())
+            raise UsageError(f"{storage.uri} is in use by {holder}; one sweep per directory (if"
+                             f" that sweep has ended, delete {storage.name(OWNER)})")  # fmt: skip
+        storage.write(OWNER, f"{PROG} (pid {os.getpid()} on {os.uname().nodename})\n".encode())
         try:
             yield
         finally:
@@ -294,7 +299,7 @@ def owned(storage: Storage, creating: bool):
         raise UsageError(f"--sweep-dir {printable(storage.root)}: {e.strerror or e}") from None
     with contextlib.closing(directory), lock(directory, PROG, "one sweep per directory"):
         if creating and _holds_files(storage):  # another sweep won the race
-            raise UsageError(f"--sweep-dir {storage}: holds files already")
+            raise UsageError(f"--sweep-dir {storage.uri}: holds files already")
         yield
 
 
@@ -322,9 +327,6 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
         todo = [c for c in sweep.configs if trial_name(c) not in sweep.ended]
         check_storage(storage, [trial_name(c) for c in todo])
         storage.write(DEFINITION, sweep.to_json())  # from here on, it can be resumed
-        if args.resume is not None:
-            print(f"Resuming the sweep in {printable(str(storage))}: {len(todo)} of"
-                  f" {len(sweep.configs)} trials to finish", flush=True)  # fmt: skip
         if todo and not stops.received:
             from ray.tune import TuneError
 
@@ -370,7 +372,7 @@ def check_storage(storage: Storage, names: list[str]) -> None:
         marker.unlink()
     if blind := [n["NodeManagerAddress"] for n, ok in zip(alive, seen, strict=True) if not ok]:
         raise UsageError(
-            f"--sweep-dir {printable(str(storage))}: not seen from the"
+            f"--sweep-dir {printable(storage.uri)}: not seen from the"
             f" node{'s' * (len(blind) > 1)} at {', '.join(blind)} (each has its own disk); give"
             " a directory every node mounts, or storage they all reach, such as s3://bucket/prefix"
         )
@@ -400,36 +402,33 @@ def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[
     smallest = min(c.batch_size for c in todo)
     workers = sweep.settings["workers"] or max(1, min(smallest, cpus // min(len(todo), cpus)))
     at_once = max(1, cpus // workers)
-    print(f"Sweeping {_count(len(todo), 'trial')} on {cluster_summary(args.address)}:"
+    print(f"Sweeping {len(todo)} of {_count(len(sweep.configs), 'trial')} on"
+          f" {cluster_summary(args.address)}:"
           f" {_count(workers, 'RolloutWorker')} each, {_count(at_once, 'trial')} at once;"
-          f" storage {printable(str(storage))}", flush=True)  # fmt: skip
+          f" storage {printable(storage.uri)}", flush=True)  # fmt: skip
     settings = sweep.settings | {"workers": workers}
     spaces = [settings | {"config": dataclasses.asdict(c)} for c in todo]
     bundles = [{}] + [{"CPU": 1, "memory": WORKER_MEMORY}] * workers  # the trial's, each worker's
-    trainable = tune.with_parameters(trial, where=str(storage))
+    trainable = tune.with_parameters(trial, where=storage.uri)
     most, asha = settings["updates"], settings["scheduler"] == "asha"
     asha = asha and ASHAScheduler(time_attr="update", metric="running_mean", mode="max",
                                   max_t=most, grace_period=max(1, most // 10))  # fmt: skip
-    path, _, query = str(storage).partition("?") if storage.remote else (storage.root, "", "")
+    path, _, query = storage.uri.partition("?") if storage.remote else (storage.uri, "", "")
     parent, _, name = path.rstrip("/").rpartition("/")  # Tune's storage_path, with the query
     parent = (parent + (f"?{query}" if query else "")) or "/"
-    stopper, lines = _hooks(sweep, storage)
+    hooks = _hooks(sweep, storage)
     return tune.Tuner(
         tune.with_resources(trainable, tune.PlacementGroupFactory(bundles)),
         param_space={"settings": tune.grid_search(spaces)},
         tune_config=tune.TuneConfig(scheduler=asha or None, trial_name_creator=_name,
                                     trial_dirname_creator=_name),  # None: every trial to its end
-        run_config=tune.RunConfig(name=name, storage_path=parent, verbose=0, stop=stopper,
-                                  callbacks=[lines], failure_config=tune.FailureConfig(0),
+        run_config=tune.RunConfig(name=name, storage_path=parent, verbose=0, stop=hooks,
+                                  callbacks=[hooks], failure_config=tune.FailureConfig(0),
                                   checkpoint_config=tune.CheckpointConfig(num_to_keep=1)),
     )  # fmt: skip
 
 
-def _count(n: int, thing: str) -> str:
-    return f"{n} {thing}{'s' * (n != 1)}"
-
-
-def trial(space: dict[str, Any], where: str) -> None:
+def trial(space: dict, where: str) -> None:
     """One Tune trial: the driver's loop, each update reported with its run as the checkpoint
     (so a stop or a lost node loses no finished update)."""
     from ray import tune
@@ -467,7 +466,7 @@ def trial(space: dict[str, Any], where: str) -> None:
         shutil.rmtree(local.parent, ignore_errors=True)
 
 
-def _done(settings: dict[str, Any], update: int, mean: float | None) -> bool:
+def _done(settings: dict, update: int, mean: float | None) -> bool:
     """Whether a trial has run its updates or passed its running-mean goal."""
     from pong.run.report import reached
 
@@ -498,26 +497,18 @@ def _trial_run(config: Config, storage: Storage, local: Path):
     return run
 
 
-_STOPS = Stops()  # the sweep's stop signals: ``main`` installs it, Tune's stopper reads it
-
-
-def _name(t) -> str:  # a Tune trial's name, from its settings
-    return trial_name(Config.from_dict(t.config["settings"]["config"]))
-
-
 def _hooks(sweep: Sweep, storage: Storage):
-    """Tune's stopper (a stop signal ends every trial, starts none) and callback (a line per
-    update instead of Tune's tables; how a trial ended, into ``sweep.json``)."""
+    """Tune's stopper and callback: a stop signal ends every trial and starts none; a line per
+    update instead of Tune's tables; how a trial ended, into ``sweep.json``."""
     from ray import tune
 
-    class Interrupted(tune.Stopper):
+    class Hooks(tune.Callback, tune.Stopper):
         def __call__(self, trial_id, result) -> bool:
-            return False
+            return False  # a trial ends by itself, by ASHA, or with every other
 
         def stop_all(self) -> bool:
             return bool(_STOPS.received)
 
-    class Lines(tune.Callback):
         def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
             mean = result.get("running_mean", -math.inf)
             print(f"{_name(trial)}: update {result.get('update')}, running mean"
@@ -544,7 +535,7 @@ def _hooks(sweep: Sweep, storage: Storage):
             sweep.ended[_name(trial)] = how
             storage.write(DEFINITION, sweep.to_json())
 
-    return Interrupted(), Lines()
+    return Hooks()
 
 
 def report(storage: Storage, sweep: Sweep, took: float, address=None) -> int:
@@ -573,7 +564,7 @@ def report(storage: Storage, sweep: Sweep, took: float, address=None) -> int:
 
 def _shown(storage: Storage) -> str:
     """The sweep directory as a command names it: a URI as it is, a path pasteable."""
-    return errors.shell_word(str(storage)) if storage.remote else errors.pasteable(storage.root)
+    return errors.shell_word(storage.uri) if storage.remote else errors.pasteable(storage.root)
 
 
 def _updates(storage: Storage, name: str) -> list[dict[str, str]]:
