@@ -44,17 +44,15 @@ SUMMARY = "summary.csv"
 LOCK, OWNER = ".lock", "owner.json"  # a local directory's owner locks; a URI has no locks
 MAX_TRIALS = 1000
 MAX_DEFINITION = 4 * 2**20  # bytes of sweep.json: 1,000 trials take about 200 KB
-MAX_METRICS = 256 * 2**20  # bytes of a remote updates.csv read for the summary
+MAX_METRICS = 256 * 2**20  # bytes of an updates.csv read for the summary
 SWEPT = ("batch_size", "learning_rate", "decay_rate", "seed")  # flags that take several values
 PASSED = ("updates", "until_mean", "workers", "watch_every")  # the driver's, kept in sweep.json
 OLD_PASSED = {"iterations": "updates"}  # sweep.json before the glossary
 RESUMABLE = ("address", "num_cpus")  # flags a resume takes: where, not what
 HELP = {  # where a sweep's meaning or default is not the driver's
     "seed": "seeds the weights, env resets and action draws (default: 1)",
-    "workers": "RolloutWorker actors per trial, one CPU each (default: as many as let the trials"
-    " fill the cluster, at most --batch-size)",
-    "updates": "updates each trial runs in all, counted from its start, also after a --resume"
-    " (default: until Ctrl-C)",
+    "workers": "RolloutWorkers per trial, one CPU each (default: what fills the cluster)",
+    "updates": "updates each trial runs in all, also over resumes (default: until Ctrl-C)",
     "until_mean": "also end a trial once its running mean is above R",
 }
 ENDED = ("done", "failed", "stopped-early")  # how a trial that will not run again ended
@@ -115,17 +113,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             action.help = HELP.get(action.dest, action.help)
             single._add_action(action)
     sweep = parser.add_argument_group("the sweep")
-    sweep.add_argument("--sweep-dir", type=where, metavar="DIR", help="where the sweep keeps its"
-                       " trials: a new directory every node sees, or a URI such as"
-                       " s3://bucket/prefix (default: runs/sweep- and the start time)")  # fmt: skip
+    sweep.add_argument("--sweep-dir", type=where, metavar="DIR", help="a new directory every node"
+                       " sees, or s3://bucket/prefix (default: runs/sweep-TIME)")  # fmt: skip
     sweep.add_argument("--scheduler", choices=("fifo", "asha"), help="asha: end hopeless trials"
-                       " early on their running mean (Tune's ASHA; needs --updates; default:"
-                       " fifo, every trial to its end)")  # fmt: skip
-    sweep.add_argument("--resume", type=where, metavar="DIR",
-                       help="finish the sweep in DIR, each trial from its checkpoint")  # fmt: skip
+                       " early (Tune's ASHA; needs --updates; default: fifo)")  # fmt: skip
+    sweep.add_argument("--resume", type=where, metavar="DIR", help="finish the sweep in DIR")
     sweep.add_argument("--download", nargs=2, type=where, metavar=("SWEEP", "DEST"), help="copy"
-                       " each trial's run into the new directory DEST, where driver.py --resume"
-                       " DEST/NAME continues it")  # fmt: skip
+                       " each trial's run into the new directory DEST/NAME")  # fmt: skip
     args = parser.parse_args(argv)
     # --resume keeps the sweep's settings, --download needs none; otherwise every flag goes
     mode = next((m for m in ("resume", "download") if getattr(args, m) is not None), None)
@@ -247,12 +241,11 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
     ]
     if len(configs) > MAX_TRIALS:
         raise UsageError(f"the grid has {len(configs):,} trials, more than {MAX_TRIALS:,}")
-    if not storage.remote:
-        directory = Path(storage.root)
-        first = next(p for p in (directory, *directory.parents) if p.exists() or p.is_symlink())
-        if directory.is_symlink() or not first.is_dir():
-            what = "a symbolic link" if directory.is_symlink() else "not a directory"
-            raise UsageError(f"--sweep-dir {printable(directory)}: {printable(first)} is {what}")
+    if not storage.remote:  # a link there is refused as ``owned`` opens it
+        first = next(p for p in (Path(storage.root), *Path(storage.root).parents) if p.exists())
+        if not first.is_dir():
+            raise UsageError(f"--sweep-dir {printable(storage.root)}: {printable(first)} is not a"
+                             " directory")  # fmt: skip
     if _holds_files(storage):
         raise UsageError(f"--sweep-dir {printable(storage.uri)}: holds files already; choose a"
                          f" new directory, or --resume {_shown(storage)} to finish a sweep"
@@ -293,8 +286,7 @@ def owned(storage: Storage, creating: bool):
                 storage.fs.delete_file(f"{storage.root}/{OWNER}")
         return
     try:
-        Path(storage.root).mkdir(parents=True, exist_ok=True)
-        directory = Directory.open(Path(storage.root))
+        directory = Directory.open(Path(storage.root), create=True)
     except OSError as e:
         raise UsageError(f"--sweep-dir {printable(storage.root)}: {e.strerror or e}") from None
     with contextlib.closing(directory), lock(directory, PROG, "one sweep per directory"):
@@ -403,26 +395,26 @@ def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[
     workers = sweep.settings["workers"] or max(1, min(smallest, cpus // min(len(todo), cpus)))
     at_once = max(1, cpus // workers)
     print(f"Sweeping {len(todo)} of {_count(len(sweep.configs), 'trial')} on"
-          f" {cluster_summary(args.address)}:"
-          f" {_count(workers, 'RolloutWorker')} each, {_count(at_once, 'trial')} at once;"
-          f" storage {printable(storage.uri)}", flush=True)  # fmt: skip
+          f" {cluster_summary(args.address)}: {_count(workers, 'RolloutWorker')} each,"
+          f" {_count(at_once, 'trial')} at once; storage {printable(storage.uri)}",
+          flush=True)  # fmt: skip
     settings = sweep.settings | {"workers": workers}
     spaces = [settings | {"config": dataclasses.asdict(c)} for c in todo]
     bundles = [{}] + [{"CPU": 1, "memory": WORKER_MEMORY}] * workers  # the trial's, each worker's
-    trainable = tune.with_parameters(trial, where=storage.uri)
     most, asha = settings["updates"], settings["scheduler"] == "asha"
     asha = asha and ASHAScheduler(time_attr="update", metric="running_mean", mode="max",
                                   max_t=most, grace_period=max(1, most // 10))  # fmt: skip
     path, _, query = storage.uri.partition("?") if storage.remote else (storage.uri, "", "")
     parent, _, name = path.rstrip("/").rpartition("/")  # Tune's storage_path, with the query
     parent = (parent + (f"?{query}" if query else "")) or "/"
-    hooks = _hooks(sweep, storage)
     return tune.Tuner(
-        tune.with_resources(trainable, tune.PlacementGroupFactory(bundles)),
+        tune.with_resources(tune.with_parameters(trial, where=storage.uri),
+                            tune.PlacementGroupFactory(bundles)),
         param_space={"settings": tune.grid_search(spaces)},
         tune_config=tune.TuneConfig(scheduler=asha or None, trial_name_creator=_name,
                                     trial_dirname_creator=_name),  # None: every trial to its end
-        run_config=tune.RunConfig(name=name, storage_path=parent, verbose=0, stop=hooks,
+        run_config=tune.RunConfig(name=name, storage_path=parent, verbose=0,
+                                  stop=(hooks := _hooks(sweep, storage)),
                                   callbacks=[hooks], failure_config=tune.FailureConfig(0),
                                   checkpoint_config=tune.CheckpointConfig(num_to_keep=1)),
     )  # fmt: skip
@@ -442,7 +434,6 @@ def trial(space: dict, where: str) -> None:
     try:
         run = _trial_run(config, storage, local)
         run.watch_every = settings["watch_every"]
-        updates, goal = settings["updates"], settings["until_mean"]
         mean = run.saved.running_mean if run.saved else None
         if _done(settings, run.saved_at, mean):
             run.close()  # it ended before the sweep could write so: said again, for the sweep
@@ -459,8 +450,9 @@ def trial(space: dict, where: str) -> None:
             if trainer.updates == first + 1:  # the checkpoints of earlier launches are older
                 storage.prune(name, keep=f"{name}/{Path(tune.get_checkpoint().path).name}")
 
-        first, remaining = run.saved_at, updates and updates - run.saved_at
-        options = Options(updates=remaining, until_mean=goal, workers=settings["workers"])
+        first, most = run.saved_at, settings["updates"]
+        options = Options(updates=most and most - first, until_mean=settings["until_mean"],
+                          workers=settings["workers"])  # fmt: skip
         train(run, options, Stops(), after=report)
     finally:
         shutil.rmtree(local.parent, ignore_errors=True)
@@ -571,12 +563,9 @@ def _updates(storage: Storage, name: str) -> list[dict[str, str]]:
     """The rows of the trial's latest ``updates.csv``, read as hostile (else a note)."""
     if (latest := storage.latest(name)) is None:
         return []
-    rel = f"{latest}/{UPDATES}"
     try:
-        if not storage.remote:
-            return list(rows(Path(storage.root, rel)))
-        data = storage.read(rel, MAX_METRICS)
-        return list(rows(Path(rel), lambda: io.BytesIO(data)))
+        data = storage.read(f"{latest}/{UPDATES}", MAX_METRICS)
+        return list(rows(Path(storage.name(f"{latest}/{UPDATES}")), lambda: io.BytesIO(data)))
     except (MetricsFileError, StorageError, FileNotFoundError) as e:
         print(f"note: {name}: {first_line(e)}", flush=True)
         return []
