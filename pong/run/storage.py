@@ -55,7 +55,7 @@ class Storage:
             if self.remote:
                 with self.fs.open_input_stream(self._path(rel)) as f:
                     data = f.read(max_bytes + 1)
-            else:
+            else:  # refused unread if larger than ``max_bytes`` (unless ``head``)
                 with open_file(self._path(rel), None if head else max_bytes) as f:
                     data = f.read(max_bytes)
         except FileNotFoundError:
@@ -93,12 +93,12 @@ class Storage:
     def directories(self, rel: str = "") -> list[str]:
         return sorted(name for name, is_dir in self.listing(rel).items() if is_dir)
 
-    def prune(self, trial: str, keep: str) -> list[str]:
-        """Delete what the trial holds under a checkpoint's name but ``keep``: older checkpoints,
-        and links planted there (Tune would write through them). The names deleted."""
+    def prune(self, trial: str, keep: list[str]) -> list[str]:
+        """Delete what the trial holds under a checkpoint's name but the names ``keep``: older
+        checkpoints, and links planted there (Tune would write through them). Those deleted."""
         gone = []
         for name, is_dir in sorted(self.listing(trial).items()):
-            if name.startswith(CHECKPOINT_PREFIX) and f"{trial}/{name}" != keep:
+            if name.startswith(CHECKPOINT_PREFIX) and name not in keep:
                 path = self._path(f"{trial}/{name}")
                 if self.remote:
                     (self.fs.delete_dir if is_dir else self.fs.delete_file)(path)

@@ -33,7 +33,7 @@ from pong.run.config import path as nonempty_path
 from pong.run.errors import UsageError, command, first_line, printable
 from pong.run.metrics import UPDATES, MetricsFileError, rows
 from pong.run.stops import STOPS, Stops
-from pong.run.storage import CHECKPOINT_PREFIX, Storage, StorageError
+from pong.run.storage import Storage, StorageError
 
 __all__ = ["main", "trial_name"]
 
@@ -376,10 +376,8 @@ def check_trial_directory(storage: Storage, name: str) -> None:
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         what = "a symbolic link" if path.is_symlink() else "not a directory"
         raise UsageError(f"{printable(path)}: {what}; refusing to write through it (move it away)")
-    for planted in storage.listing(name):
-        if planted.startswith(CHECKPOINT_PREFIX) and (path / planted).is_symlink():
-            (path / planted).unlink()
-            print(f"note: {printable(path / planted)} was a symbolic link; removed", flush=True)
+    for planted in storage.prune(name, keep=storage.directories(name)):  # a link is no directory
+        print(f"note: {printable(path / planted)} was a symbolic link; removed", flush=True)
 
 
 def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[Config]):
@@ -448,7 +446,7 @@ def trial(space: dict, where: str) -> None:
                 checkpoint=tune.Checkpoint.from_directory(str(local)),
             )  # fmt: skip
             if trainer.updates == first + 1:  # the checkpoints of earlier launches are older
-                storage.prune(name, keep=f"{name}/{Path(tune.get_checkpoint().path).name}")
+                storage.prune(name, keep=[Path(tune.get_checkpoint().path).name])
 
         first, most = run.saved_at, settings["updates"]
         options = Options(updates=most and most - first, until_mean=settings["until_mean"],
