@@ -1,8 +1,5 @@
-"""Where a sweep keeps its files: a local directory (one machine, or a filesystem every node
-mounts) or a URI pyarrow opens (``s3://bucket/prefix``), as Tune's ``storage_path`` takes. A
-trial's run, as last reported, is ``DIR/<trial>/checkpoint_NNNNNN/``. Every file is hostile:
-read bounded, no link followed.
-"""
+"""A sweep's files: a local directory every node mounts, or a URI pyarrow opens as Tune's
+``storage_path`` (``s3://bucket/prefix``). Every file is hostile: read bounded, no link followed."""
 
 from __future__ import annotations
 
@@ -49,8 +46,7 @@ class Storage:
         return f"{self.root}/{rel}" if rel else self.root
 
     def read(self, rel: str, max_bytes: int, *, head: bool = False) -> bytes:
-        """The file ``rel``, at most ``max_bytes`` (with ``head``, its first ``max_bytes``);
-        ``FileNotFoundError`` if absent, else one-line ``StorageError``s."""
+        """``rel`` (``head``: its first ``max_bytes``); ``FileNotFoundError``, else StorageError."""
         try:
             if self.remote:
                 with self.fs.open_input_stream(self._path(rel)) as f:
@@ -69,16 +65,14 @@ class Storage:
     def write(self, rel: str, data: bytes) -> None:
         """``rel`` written whole (a link planted there is replaced, never written through)."""
         try:
-            with (self.fs.open_output_stream if self.remote else atomic_write)(
-                self._path(rel)
-            ) as f:
+            opened = self.fs.open_output_stream if self.remote else atomic_write
+            with opened(self._path(rel)) as f:
                 f.write(data)
         except OSError as e:
             raise StorageError(f"could not write {self.name(rel)}: {_said(e)}") from None
 
     def listing(self, rel: str = "") -> dict[str, bool]:
-        """What the directory ``rel`` holds, by name: whether each is a directory (a link never
-        is). Empty where ``rel`` is absent, not a directory, or a link (not followed)."""
+        """The names in directory ``rel``: whether each is a directory (a link is not followed)."""
         path = self._path(rel)
         if not self.remote:
             if os.path.islink(path) or not os.path.isdir(path):
@@ -94,8 +88,7 @@ class Storage:
         return sorted(name for name, is_dir in self.listing(rel).items() if is_dir)
 
     def prune(self, trial: str, keep: list[str]) -> list[str]:
-        """Delete what the trial holds under a checkpoint's name but the names ``keep``: older
-        checkpoints, and links planted there (Tune would write through them). Those deleted."""
+        """Delete checkpoints of the trial but ``keep``, and planted links (Tune writes through)."""
         gone = []
         for name, is_dir in sorted(self.listing(trial).items()):
             if name.startswith(CHECKPOINT_PREFIX) and name not in keep:
@@ -108,8 +101,7 @@ class Storage:
         return gone
 
     def copy_down(self, rel: str, local: Path) -> None:
-        """The files below ``rel`` copied into the new local directory ``local``: regular files
-        and directories only, a link refused (``StorageError``), ``MAX_COPY`` bytes at most."""
+        """The files below ``rel`` copied into ``local``: a link refused, ``MAX_COPY`` at most."""
         if self.remote:  # an object store has no links
             from pyarrow.fs import LocalFileSystem, copy_files
 
@@ -130,8 +122,7 @@ class Storage:
                     shutil.copyfileobj(f, out)
 
     def checkpoints(self, trial: str) -> list[str]:
-        """The trial's ``trial/checkpoint_N`` whose header is readable, the latest update first
-        (a resumed trial's first checkpoint restarts Tune's numbering)."""
+        """The trial's readable checkpoints, latest update first (a resume renumbers from 0)."""
         found = []
         for name in filter(lambda n: n.startswith(CHECKPOINT_PREFIX), self.directories(trial)):
             rel = f"{trial}/{name}"

@@ -1,10 +1,6 @@
-"""Seeds and settings swept on Ray Tune: ``python -m pong sweep --seeds 1 2 --updates 100``.
-
-Each setting of the grid is a Tune trial: a run trained by ``pong.run.training.train`` in a
-directory of its node, reported after every update as its checkpoint, which Tune copies to the
-sweep's storage (``pong.run.storage``). ``DIR/sweep.json`` is the only state read back: a resume
-builds the same Tuner again from it, so nothing in ``DIR`` is ever unpickled.
-"""
+"""Seeds and settings swept on Ray Tune (``python -m pong sweep``): each trial a driver's run,
+reported after every update as its checkpoint into the sweep's storage. ``DIR/sweep.json`` is the
+only state read back (a resume builds a new Tuner from it): nothing in ``DIR`` is unpickled."""
 
 from __future__ import annotations
 
@@ -121,7 +117,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     sweep.add_argument("--download", nargs=2, type=where, metavar=("SWEEP", "DEST"), help="copy"
                        " each trial's run into the new directory DEST/NAME")  # fmt: skip
     args = parser.parse_args(argv)
-    # --resume keeps the sweep's settings, --download needs none; otherwise every flag goes
     mode = next((m for m in ("resume", "download") if getattr(args, m) is not None), None)
     names = (*SWEPT, "env", *PASSED, "sweep_dir", "scheduler", "download", *RESUMABLE)
     allowed = {"resume": ("resume", *RESUMABLE), "download": ("download",)}.get(mode, names)
@@ -233,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
-    """Every combination of the swept values (seed 1 unless told, so a sweep repeats)."""
+    """The flags' sweep: every combination of the swept values (seed 1 unless told: it repeats)."""
     values = [getattr(args, n) or [1 if n == "seed" else getattr(Config, n)] for n in SWEPT]
     combos = itertools.product(*(dict.fromkeys(v) for v in values))  # a value given twice is one
     configs = [
@@ -298,9 +293,7 @@ def owned(storage: Storage, creating: bool):
 def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
     """Join Ray, run the trials not yet ended, then print and write the summary."""
     started, given, stops = time.monotonic(), args.address, _STOPS
-    # From here a stop is counted, not raised (raised inside Ray's start it showed as a stray
-    # traceback): it ends the sweep before Tune starts, or through Tune's stopper once it runs.
-    stops.holding = True
+    stops.holding = True  # a stop now counted, not raised (in Ray's start it was a traceback)
     try:
         from pong.run.cluster import ClusterError, connect, resolve_address
 
@@ -331,8 +324,8 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
         pass  # a stop before Tune started its trials: the sweep ends as after one
     finally:
         stops.ending = True  # the sweep has ended: a stop now is only counted
-        if "ray" in sys.modules:  # Ray puts the default handlers back as it shuts down (a
-            import ray  # SIGTERM then would end the sweep before its summary): held back
+        if "ray" in sys.modules:  # Ray's shutdown puts back the default handlers: stops wait
+            import ray
 
             held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
             try:
@@ -344,7 +337,7 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
 
 
 def check_storage(storage: Storage, names: list[str]) -> None:
-    """Refuse a local sweep directory some node cannot see (each has its own disk)."""
+    """Refuse a local DIR some node cannot see (each has its own disk), or links Tune would use."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as On
 
@@ -419,8 +412,7 @@ def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[
 
 
 def trial(space: dict, where: str) -> None:
-    """One Tune trial: the driver's loop, each update reported with its run as the checkpoint
-    (so a stop or a lost node loses no finished update)."""
+    """One Tune trial: the driver's loop, each update's run reported (so a stop loses none)."""
     from ray import tune
 
     from pong.run.training import train
@@ -488,8 +480,7 @@ def _trial_run(config: Config, storage: Storage, local: Path):
 
 
 def _hooks(sweep: Sweep, storage: Storage):
-    """Tune's stopper and callback: a stop signal ends every trial and starts none; a line per
-    update instead of Tune's tables; how a trial ended, into ``sweep.json``."""
+    """Tune's stopper (ours: a stop ends all) and callback (our lines; ends into sweep.json)."""
     from ray import tune
 
     class Hooks(tune.Callback, tune.Stopper):
@@ -570,8 +561,7 @@ def _updates(storage: Storage, name: str) -> list[dict[str, str]]:
 
 
 def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
-    """One row per setting over its seeds, every trial counted; ``best`` marks the highest final
-    running mean, and the fewest games (of the slowest seed) to a running mean above 0."""
+    """One row per setting over its seeds; ``best``: the top final mean, the fewest games to 0."""
     by_setting: dict[tuple, list[Config]] = {}
     for c in sorted(sweep.configs, key=lambda c: c.seed):
         by_setting.setdefault((c.batch_size, c.learning_rate, c.decay_rate), []).append(c)
