@@ -209,9 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             from ray import tune  # noqa: F401
         except ImportError:
             return refuse("Ray Tune is not installed: pip install -e '.[sweep]'")
-        storage = Storage(
-            args.resume or args.sweep_dir or time.strftime("runs/sweep-%Y%m%d-%H%M%S")
-        )
+        where = args.resume or args.sweep_dir or time.strftime("runs/sweep-%Y%m%d-%H%M%S")
+        storage = Storage(where)
         sweep = read_definition(storage) if args.resume else new_sweep(args, storage)
         with owned(storage, creating=args.resume is None):
             return run_sweep(args, storage, sweep)
@@ -231,9 +230,8 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
     """The flags' sweep: every combination of the swept values (seed 1 unless told: it repeats)."""
     values = [getattr(args, n) or [1 if n == "seed" else getattr(Config, n)] for n in SWEPT]
     combos = itertools.product(*(dict.fromkeys(v) for v in values))  # a value given twice is one
-    configs = [
-        Config(env=args.env or Config.env, **dict(zip(SWEPT, c, strict=True))) for c in combos
-    ]
+    env = args.env or Config.env
+    configs = [Config(env=env, **dict(zip(SWEPT, combo, strict=True))) for combo in combos]
     if len(configs) > MAX_TRIALS:
         raise UsageError(f"the grid has {len(configs):,} trials, more than {MAX_TRIALS:,}")
     if not storage.remote:  # a link there is refused as ``owned`` opens it
@@ -241,10 +239,7 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
         if not first.is_dir():
             raise UsageError(f"--sweep-dir {printable(storage.root)}: {printable(first)} is not a"
                              " directory")  # fmt: skip
-    if _holds_files(storage):
-        raise UsageError(f"--sweep-dir {printable(storage.uri)}: holds files already; choose a"
-                         f" new directory, or --resume {_shown(storage)} to finish a sweep"
-                         " there")  # fmt: skip
+    _refuse_files(storage)
     settings = {n: getattr(args, n) for n in PASSED} | {"scheduler": args.scheduler or "fifo"}
     settings["watch_every"] = 100 if args.watch_every is None else args.watch_every
     try:
@@ -254,12 +249,15 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
     return Sweep(configs, settings)
 
 
-def _holds_files(storage: Storage) -> bool:
-    """Whether the directory holds anything but an owner's lock."""
+def _refuse_files(storage: Storage) -> None:
+    """Refuse a directory holding anything but an owner's lock: a sweep starts in a new one."""
     try:
-        return bool(set(storage.listing()) - {LOCK, OWNER})
+        held = set(storage.listing()) - {LOCK, OWNER}
     except OSError as e:  # the store cannot be reached, say
         raise UsageError(f"--sweep-dir {storage.where}: {first_line(e)}") from None
+    if held:
+        raise UsageError(f"--sweep-dir {printable(storage.uri)}: holds files already; choose a new"
+                         f" one, or --resume {_shown(storage)} to finish that sweep")  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -285,8 +283,8 @@ def owned(storage: Storage, creating: bool):
     except OSError as e:
         raise UsageError(f"--sweep-dir {printable(storage.root)}: {e.strerror or e}") from None
     with contextlib.closing(directory), lock(directory, PROG, "one sweep per directory"):
-        if creating and _holds_files(storage):  # another sweep won the race
-            raise UsageError(f"--sweep-dir {storage.uri}: holds files already")
+        if creating:  # another sweep may have won the race
+            _refuse_files(storage)
         yield
 
 
@@ -310,7 +308,8 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
         finally:
             stops.install()  # ours again, whatever Ray's start left in place
         todo = [c for c in sweep.configs if trial_name(c) not in sweep.ended]
-        check_storage(storage, [trial_name(c) for c in todo])
+        if not storage.remote:
+            check_storage(storage, [trial_name(c) for c in todo])
         storage.write(DEFINITION, sweep.to_json())  # from here on, it can be resumed
         if todo and not stops.received:
             from ray.tune import TuneError
@@ -341,8 +340,6 @@ def check_storage(storage: Storage, names: list[str]) -> None:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as On
 
-    if storage.remote:
-        return
     for name in names:
         check_trial_directory(storage, name)
     if len(alive := [n for n in ray.nodes() if n.get("Alive")]) < 2:
@@ -567,21 +564,19 @@ def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
         by_setting.setdefault((c.batch_size, c.learning_rate, c.decay_rate), []).append(c)
     table, finals, zeros = [], [], []
     for (size, lr, decay), trials in sorted(by_setting.items()):
-        final, to_zero, seconds, ended = [], [], 0.0, []
-        for c in trials:
-            updates = _updates(storage, trial_name(c))
-            final += [float(updates[-1]["running_mean"])] if updates else []
-            zero = [int(u["games"]) for u in updates if float(u["running_mean"]) > 0]
-            to_zero.append(zero[0] if zero else math.inf)
-            seconds += sum(float(u["seconds"]) for u in updates)
-            ended.append(sweep.ended.get(trial_name(c), "unfinished" if updates else "not started"))
+        runs = {trial_name(c): _updates(storage, trial_name(c)) for c in trials}
+        final = [float(u[-1]["running_mean"]) for u in runs.values() if u]
+        to_zero = [next((int(r["games"]) for r in u if float(r["running_mean"]) > 0), math.inf)
+                   for u in runs.values()]  # fmt: skip
+        ended = [sweep.ended.get(n, "unfinished" if u else "not started") for n, u in runs.items()]
         table.append({
             "batch_size": str(size), "learning_rate": repr(lr), "decay_rate": repr(decay),
             "seeds": " ".join(str(c.seed) for c in trials),
             "final_running_mean": f"{statistics.fmean(final):.2f}" if final else "-",
             "spread": f"{statistics.pstdev(final):.2f}" if final else "-",
             "games_to_running_mean_0": " ".join("-" if n == math.inf else str(n) for n in to_zero),
-            "training_seconds": f"{seconds:.0f}", "ended": " ".join(ended), "best": "-",
+            "training_seconds": f"{sum(float(r['seconds']) for u in runs.values() for r in u):.0f}",
+            "ended": " ".join(ended), "best": "-",
         })  # fmt: skip
         finals.append(statistics.fmean(final) if final else -math.inf)
         zeros.append(max(to_zero))
