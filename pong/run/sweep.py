@@ -96,10 +96,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for f in dataclasses.fields(Config):
         meta = {k: v for k, v in f.metadata.items() if k != "flags"} | {"dest": f.name}
         flags = ["--" + f.name.replace("_", "-")] if f.name != "seed" else ["--seeds", "--seed"]
-        meta["help"] = HELP.get(f.name, meta["help"])
-        if swept := f.name in SWEPT:
-            meta["nargs"] = "+"
-        (grid if swept else single).add_argument(*flags, **meta)
+        meta |= {"help": HELP.get(f.name, meta["help"]), "nargs": "+" if f.name in SWEPT else None}
+        (grid if f.name in SWEPT else single).add_argument(*flags, **meta)
     options = argparse.ArgumentParser(add_help=False)
     add_flags(options, Options)
     for action in options._actions:  # the driver's flags that make sense for a trial
@@ -429,11 +427,9 @@ def trial(space: dict, where: str) -> None:
 
         def report(update, trainer) -> None:
             mean = -math.inf if trainer.running_mean is None else trainer.running_mean
-            tune.report(
-                {"update": trainer.updates, "games": trainer.games, "running_mean": mean,
-                 "steps_per_s": update.steps_per_second, "seconds": update.seconds},
-                checkpoint=tune.Checkpoint.from_directory(str(local)),
-            )  # fmt: skip
+            result = {"update": trainer.updates, "running_mean": mean}  # ASHA's, and our line's
+            result["steps_per_s"] = update.steps_per_second
+            tune.report(result, checkpoint=tune.Checkpoint.from_directory(str(local)))
             if trainer.updates == first + 1:  # the checkpoints of earlier launches are older
                 storage.prune(name, keep=[Path(tune.get_checkpoint().path).name])
 
