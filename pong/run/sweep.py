@@ -312,9 +312,8 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
         if todo and not stops.received:
             from ray.tune import TuneError
 
-            tuner = _tuner(args, storage, sweep, todo)
             try:
-                tuner.fit()
+                _tuner(args, storage, sweep, todo).fit()
             except (OSError, TuneError) as e:  # the storage failed under Tune, say
                 print(f"{PROG}: error: Tune stopped: {first_line(e)}", file=sys.stderr)
     except KeyboardInterrupt:  # from Ray's own SIGTERM handler, as it gave up starting
@@ -351,11 +350,10 @@ def check_storage(storage: Storage, names: list[str]) -> None:
     finally:
         marker.unlink()
     if blind := [n["NodeManagerAddress"] for n, ok in zip(alive, seen, strict=True) if not ok]:
-        raise UsageError(
-            f"--sweep-dir {printable(storage.uri)}: not seen from the"
-            f" node{'s' * (len(blind) > 1)} at {', '.join(blind)} (each has its own disk); give"
-            " a directory every node mounts, or storage they all reach, such as s3://bucket/prefix"
-        )
+        raise UsageError(f"--sweep-dir {printable(storage.uri)}: not seen from the node"
+                         f"{'s' * (len(blind) > 1)} at {', '.join(blind)} (each has its own disk);"
+                         " give a directory every node mounts, or storage they all reach, such"
+                         " as s3://bucket/prefix")  # fmt: skip
 
 
 def check_trial_directory(storage: Storage, name: str) -> None:
