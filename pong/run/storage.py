@@ -1,8 +1,5 @@
-"""Where a sweep keeps its files: a local directory (one machine, or a filesystem every node
-mounts) or a URI that pyarrow opens (``s3://bucket/prefix``), as Tune's ``storage_path`` takes.
-Each trial's run, as it last reported it, is in ``DIR/<trial>/checkpoint_NNNNNN/``. Every file
-is read as hostile: bounded, no link followed.
-"""
+"""A sweep's files: a local directory every node mounts, or a URI pyarrow opens as Tune's
+``storage_path`` (``s3://bucket/prefix``). Every file is hostile: read bounded, no link followed."""
 
 from __future__ import annotations
 
@@ -14,7 +11,7 @@ from pong.run.checkpoint import FILENAME, MAX_HEADER_BYTES, CheckpointError, hea
 from pong.run.errors import first_line
 from pong.run.files import atomic_write, open_file
 
-__all__ = ["CHECKPOINT_PREFIX", "Storage", "StorageError", "is_uri"]
+__all__ = ["CHECKPOINT_PREFIX", "Storage", "StorageError"]
 
 CHECKPOINT_PREFIX = "checkpoint_"  # Tune's name for a reported checkpoint's directory
 MAX_COPY = 2**30  # bytes a trial's run copied down may hold: a Pong run has about 30 MB
@@ -24,15 +21,12 @@ class StorageError(OSError):
     """A file of the storage that cannot be read or written; the message names it."""
 
 
-def is_uri(where: str | os.PathLike) -> bool:
-    return "://" in str(where)
-
-
 class Storage:
     """A sweep's directory, local or remote: read, write and list files below it."""
 
     def __init__(self, where: str | os.PathLike) -> None:
-        self.remote, self.uri = is_uri(where), str(where)
+        self.uri = str(where)  # as given: a URI with its query, or an absolute path
+        self.remote = "://" in self.uri
         if not self.remote:
             self.uri = self.where = self.root = str(Path(where).absolute())
             return
@@ -44,30 +38,20 @@ class Storage:
             raise StorageError(f"{where}: not a storage URI pyarrow opens ({e})") from None
         self.root, self.where = root.rstrip("/"), self.uri.split("?")[0].rstrip("/")  # no query
 
-    def __str__(self) -> str:
-        return self.uri  # as given: a URI with its query, or an absolute path
+    def name(self, rel: str) -> str:
+        """The path or URI of ``rel`` as a message names it (a URI without its query)."""
+        return f"{self.where}/{rel}"
 
-    def parent_and_name(self) -> tuple[str, str]:
-        """Tune's ``storage_path`` (with the URI's query) and experiment name for it."""
-        path, _, query = self.uri.partition("?") if self.remote else (self.uri, "", "")
-        parent, _, name = path.rstrip("/").rpartition("/")
-        return (parent + (f"?{query}" if query else "")) or "/", name
-
-    def name(self, rel: str = "") -> str:
-        """The path or URI of ``rel`` as a message names it."""
-        return f"{self.where}/{rel}" if rel else self.where
-
-    def _path(self, rel: str = "") -> str:
+    def _path(self, rel: str) -> str:
         return f"{self.root}/{rel}" if rel else self.root
 
     def read(self, rel: str, max_bytes: int, *, head: bool = False) -> bytes:
-        """The file ``rel``, at most ``max_bytes`` (with ``head``, its first ``max_bytes``);
-        ``FileNotFoundError`` if absent, else one-line ``StorageError``s."""
+        """``rel`` (``head``: its first ``max_bytes``); ``FileNotFoundError``, else StorageError."""
         try:
             if self.remote:
                 with self.fs.open_input_stream(self._path(rel)) as f:
                     data = f.read(max_bytes + 1)
-            else:
+            else:  # refused unread if larger than ``max_bytes`` (unless ``head``)
                 with open_file(self._path(rel), None if head else max_bytes) as f:
                     data = f.read(max_bytes)
         except FileNotFoundError:
@@ -88,8 +72,7 @@ class Storage:
             raise StorageError(f"could not write {self.name(rel)}: {_said(e)}") from None
 
     def listing(self, rel: str = "") -> dict[str, bool]:
-        """What the directory ``rel`` holds, by name: whether each is a directory (a link never
-        is). Empty where ``rel`` is absent, not a directory, or a link (not followed)."""
+        """The names in directory ``rel``: whether each is a directory (a link is not followed)."""
         path = self._path(rel)
         if not self.remote:
             if os.path.islink(path) or not os.path.isdir(path):
@@ -104,13 +87,11 @@ class Storage:
     def directories(self, rel: str = "") -> list[str]:
         return sorted(name for name, is_dir in self.listing(rel).items() if is_dir)
 
-    def prune(self, trial: str, keep: str | None = None) -> list[str]:
-        """Delete what the trial holds under a checkpoint's name but ``keep``
-        (``trial/checkpoint_N``): older checkpoints, and links planted there (Tune would write
-        through them). The names deleted."""
+    def prune(self, trial: str, keep: list[str]) -> list[str]:
+        """Delete checkpoints of the trial but ``keep``, and planted links (Tune writes through)."""
         gone = []
         for name, is_dir in sorted(self.listing(trial).items()):
-            if name.startswith(CHECKPOINT_PREFIX) and f"{trial}/{name}" != keep:
+            if name.startswith(CHECKPOINT_PREFIX) and name not in keep:
                 path = self._path(f"{trial}/{name}")
                 if self.remote:
                     (self.fs.delete_dir if is_dir else self.fs.delete_file)(path)
@@ -120,8 +101,7 @@ class Storage:
         return gone
 
     def copy_down(self, rel: str, local: Path) -> None:
-        """The files below ``rel`` copied into the new local directory ``local``: regular files
-        and directories only, a link refused (``StorageError``), ``MAX_COPY`` bytes at most."""
+        """The files below ``rel`` copied into ``local``: a link refused, ``MAX_COPY`` at most."""
         if self.remote:  # an object store has no links
             from pyarrow.fs import LocalFileSystem, copy_files
 
@@ -141,25 +121,22 @@ class Storage:
                         raise StorageError(f"{self.name(rel)}: more than {MAX_COPY:,} bytes")
                     shutil.copyfileobj(f, out)
 
-    def checkpoints(self, trial: str) -> list[tuple[int, str]]:
-        """(update, ``trial/checkpoint_N``) of the trial's checkpoints whose header is readable,
-        the latest update first (a resumed trial's first checkpoint restarts Tune's numbering)."""
+    def checkpoints(self, trial: str) -> list[str]:
+        """The trial's readable checkpoints, latest update first (a resume renumbers from 0)."""
         found = []
-        for name in self.directories(trial):
-            if name.startswith(CHECKPOINT_PREFIX):
-                rel = f"{trial}/{name}"
-                try:  # the update, from the header alone
-                    data = self.read(f"{rel}/{FILENAME}", 8 + MAX_HEADER_BYTES, head=True)
-                    header = data[8 : 8 + int.from_bytes(data[:8], "little")]
-                    found.append((header_update(rel, header), rel))
-                except (OSError, CheckpointError, KeyError, ValueError):
-                    pass  # none there, or damaged
-        return sorted(found, reverse=True)
+        for name in filter(lambda n: n.startswith(CHECKPOINT_PREFIX), self.directories(trial)):
+            rel = f"{trial}/{name}"
+            try:  # the update, from the header alone
+                data = self.read(f"{rel}/{FILENAME}", 8 + MAX_HEADER_BYTES, head=True)
+                size = int.from_bytes(data[:8], "little")
+                found.append((header_update(rel, data[8 : 8 + size]), rel))
+            except (OSError, CheckpointError, KeyError, ValueError):
+                pass  # none there, or damaged
+        return [rel for _, rel in sorted(found, reverse=True)]
 
-    def latest(self, trial: str) -> tuple[str, int] | None:
-        """The trial's ``trial/checkpoint_N`` of the latest update, and that update."""
-        found = self.checkpoints(trial)
-        return (found[0][1], found[0][0]) if found else None
+    def latest(self, trial: str) -> str | None:
+        """The trial's ``trial/checkpoint_N`` of the latest update."""
+        return next(iter(self.checkpoints(trial)), None)
 
 
 def _said(error: OSError) -> str:

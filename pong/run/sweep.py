@@ -1,10 +1,6 @@
-"""Seeds and settings swept on Ray Tune: ``python -m pong sweep --seeds 1 2 --updates 100``.
-
-Each setting of the grid is a Tune trial: a run trained by ``pong.run.training.train`` in a
-directory of its node, reported after every update as its checkpoint, which Tune copies to the
-sweep's storage (``pong.run.storage``). ``DIR/sweep.json`` is the only state read back: a resume
-builds the same Tuner again from it, so nothing in ``DIR`` is ever unpickled.
-"""
+"""Seeds and settings swept on Ray Tune (``python -m pong sweep``): each trial a driver's run,
+reported after every update as its checkpoint into the sweep's storage. ``DIR/sweep.json`` is the
+only state read back (a resume builds a new Tuner from it): nothing in ``DIR`` is unpickled."""
 
 from __future__ import annotations
 
@@ -20,14 +16,11 @@ import math
 import os
 import shutil
 import signal
-import socket
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pong.run import errors
 from pong.run.checkpoint import unique
@@ -36,7 +29,7 @@ from pong.run.config import path as nonempty_path
 from pong.run.errors import UsageError, command, first_line, printable
 from pong.run.metrics import UPDATES, MetricsFileError, rows
 from pong.run.stops import STOPS, Stops
-from pong.run.storage import CHECKPOINT_PREFIX, Storage, StorageError, is_uri
+from pong.run.storage import Storage, StorageError
 
 __all__ = ["main", "trial_name"]
 
@@ -44,21 +37,18 @@ PROG = "python -m pong sweep"
 DEFINITION = "sweep.json"  # what the sweep is and how its trials ended: plain, checked JSON
 FORMAT = "pong-sweep/1"
 SUMMARY = "summary.csv"
-LOCK = ".lock"  # a local sweep directory's owner holds an OS lock on it
-OWNER = "owner.json"  # a URI's owner says so in a file (an object store has no lock)
+LOCK, OWNER = ".lock", "owner.json"  # a local directory's owner locks; a URI has no locks
 MAX_TRIALS = 1000
 MAX_DEFINITION = 4 * 2**20  # bytes of sweep.json: 1,000 trials take about 200 KB
-MAX_METRICS = 256 * 2**20  # bytes of a remote updates.csv read for the summary
+MAX_METRICS = 256 * 2**20  # bytes of an updates.csv read for the summary
 SWEPT = ("batch_size", "learning_rate", "decay_rate", "seed")  # flags that take several values
 PASSED = ("updates", "until_mean", "workers", "watch_every")  # the driver's, kept in sweep.json
 OLD_PASSED = {"iterations": "updates"}  # sweep.json before the glossary
 RESUMABLE = ("address", "num_cpus")  # flags a resume takes: where, not what
 HELP = {  # where a sweep's meaning or default is not the driver's
     "seed": "seeds the weights, env resets and action draws (default: 1)",
-    "workers": "RolloutWorker actors per trial, one CPU each (default: as many as let the trials"
-    " fill the cluster, at most --batch-size)",
-    "updates": "updates each trial runs in all, counted from its start, also after a --resume"
-    " (default: until Ctrl-C)",
+    "workers": "RolloutWorkers per trial, one CPU each (default: what fills the cluster)",
+    "updates": "updates each trial runs in all, also over resumes (default: until Ctrl-C)",
     "until_mean": "also end a trial once its running mean is above R",
 }
 ENDED = ("done", "failed", "stopped-early")  # how a trial that will not run again ended
@@ -66,6 +56,7 @@ QUIET_TUNE = {  # no logs of Tune's own (they would copy the runs' metrics), no 
     "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "RAY_AIR_NEW_OUTPUT": "0",
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",  # each update is one
 }  # fmt: skip
+_STOPS = Stops()  # the sweep's stop signals: ``main`` installs it, Tune's stopper reads it
 
 
 def trial_name(config: Config) -> str:
@@ -74,7 +65,30 @@ def trial_name(config: Config) -> str:
     return f"batch{config.batch_size}-lr{lr!r}-decay{decay!r}-seed{config.seed}"
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def _name(t) -> str:  # a Tune trial's name, from its settings
+    return trial_name(Config.from_dict(t.config["settings"]["config"]))
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'s' * (n != 1)}"
+
+
+def refuse(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _expect(ok: object, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+def where(text: str) -> str | Path:
+    """A sweep directory: a URI as its text (a ``Path`` would fold its ``//``), else a path."""
+    return text if "://" in text else nonempty_path(text)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     about = "Sweep seeds and settings on Ray Tune; each trial is a driver.py run."
     parser = errors.OneLineParser(prog=PROG, description=about)
     grid = parser.add_argument_group("the grid: each of these takes one value or several")
@@ -82,10 +96,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for f in dataclasses.fields(Config):
         meta = {k: v for k, v in f.metadata.items() if k != "flags"} | {"dest": f.name}
         flags = ["--" + f.name.replace("_", "-")] if f.name != "seed" else ["--seeds", "--seed"]
-        meta["help"] = HELP.get(f.name, meta["help"])
-        if swept := f.name in SWEPT:
-            meta["nargs"] = "+"
-        (grid if swept else single).add_argument(*flags, **meta)
+        meta |= {"help": HELP.get(f.name, meta["help"]), "nargs": "+" if f.name in SWEPT else None}
+        (grid if f.name in SWEPT else single).add_argument(*flags, **meta)
     options = argparse.ArgumentParser(add_help=False)
     add_flags(options, Options)
     for action in options._actions:  # the driver's flags that make sense for a trial
@@ -95,19 +107,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             action.help = HELP.get(action.dest, action.help)
             single._add_action(action)
     sweep = parser.add_argument_group("the sweep")
-    sweep.add_argument("--sweep-dir", type=where, metavar="DIR", help="where the sweep keeps its"
-                       " trials: a new directory every node sees, or a URI such as"
-                       " s3://bucket/prefix (default: runs/sweep- and the start time)")  # fmt: skip
+    sweep.add_argument("--sweep-dir", type=where, metavar="DIR", help="a new directory every node"
+                       " sees, or s3://bucket/prefix (default: runs/sweep-TIME)")  # fmt: skip
     sweep.add_argument("--scheduler", choices=("fifo", "asha"), help="asha: end hopeless trials"
-                       " early on their running mean (Tune's ASHA; needs --updates; default:"
-                       " fifo, every trial to its end)")  # fmt: skip
-    sweep.add_argument("--resume", type=where, metavar="DIR",
-                       help="finish the sweep in DIR, each trial from its checkpoint")  # fmt: skip
+                       " early (Tune's ASHA; needs --updates; default: fifo)")  # fmt: skip
+    sweep.add_argument("--resume", type=where, metavar="DIR", help="finish the sweep in DIR")
     sweep.add_argument("--download", nargs=2, type=where, metavar=("SWEEP", "DEST"), help="copy"
-                       " each trial's run (or one trial's, SWEEP/NAME) into the new directory"
-                       " DEST, where driver.py --resume DEST/NAME continues it")  # fmt: skip
+                       " each trial's run into the new directory DEST/NAME")  # fmt: skip
     args = parser.parse_args(argv)
-    # --resume keeps the sweep's settings, --download needs none; otherwise every flag goes
     mode = next((m for m in ("resume", "download") if getattr(args, m) is not None), None)
     names = (*SWEPT, "env", *PASSED, "sweep_dir", "scheduler", "download", *RESUMABLE)
     allowed = {"resume": ("resume", *RESUMABLE), "download": ("download",)}.get(mode, names)
@@ -119,31 +126,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def where(text: str) -> str | Path:
-    """A sweep directory: a URI as its text (a ``Path`` would fold its ``//``), else a path."""
-    return text if is_uri(text) else nonempty_path(text)
-
-
-def grid(args: argparse.Namespace) -> list[Config]:
-    """Every combination of the swept values, seeds innermost (seed 1 unless told: a sweep
-    repeats); a value given twice is one."""
-    values = [getattr(args, n) or [1 if n == "seed" else getattr(Config, n)] for n in SWEPT]
-    combos = itertools.product(*(dict.fromkeys(v) for v in values))
-    env = args.env or Config.env
-    return [Config(env=env, **dict(zip(SWEPT, combo, strict=True))) for combo in combos]
-
-
-def refuse(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
-
-
 @dataclasses.dataclass
 class Sweep:
     """What ``sweep.json`` holds: the grid, every trial's settings, and how trials ended."""
 
     configs: list[Config]
-    settings: dict[str, Any]  # PASSED, and the scheduler
+    settings: dict  # PASSED, and the scheduler
     ended: dict[str, str] = dataclasses.field(default_factory=dict)  # by trial name
     seconds: float = 0.0  # of the sweep's launches, summed over resumes
 
@@ -154,72 +142,63 @@ class Sweep:
 
 
 def check(configs: list[Config], workers: int | None) -> None:
-    """A ``ValueError`` for what no trial could run: an env this program does not play, more
-    workers than an update of the smallest batch size has games."""
+    """A ``ValueError`` for what no trial could run: an unknown env, too many workers."""
     from pong.envs.make import check_env
 
-    for env in {c.env for c in configs}:
-        try:
+    try:
+        for env in {c.env for c in configs}:
             check_env(env)
-        except ValueError as e:
-            raise ValueError(f"--env: {e}") from None
-    if workers is not None and workers > (smallest := min(c.batch_size for c in configs)):
-        raise ValueError(f"--workers {workers}: at most the smallest batch size ({smallest}),"
-                         " since each worker plays one game at a time")  # fmt: skip
+    except ValueError as e:
+        raise ValueError(f"--env: {e}") from None
+    smallest = min(c.batch_size for c in configs)
+    _expect(workers is None or workers <= smallest, f"--workers {workers}: at most the smallest"
+            f" batch size ({smallest}), since each worker plays one game at a time")  # fmt: skip
 
 
 def read_definition(storage: Storage) -> Sweep:
-    """The sweep in ``DIR/sweep.json``, read as hostile: every value checked as its flag is;
-    one-line ``UsageError``s naming the file."""
+    """``DIR/sweep.json``, read as hostile: each value checked as its flag is, else one line."""
     parse = {f.name: f.metadata["type"] for f in dataclasses.fields(Options)}
+    keys = ("format", "trials", "settings", "ended", "seconds")
     try:
         body = json.loads(storage.read(DEFINITION, MAX_DEFINITION), object_pairs_hook=unique)
-        if not isinstance(body, dict) or body.get("format") != FORMAT:
-            raise ValueError("not a pong sweep")
-        if set(body) != {"format", "trials", "settings", "ended", "seconds"}:
-            raise ValueError("expected the keys format, trials, settings, ended, seconds")
-        trials, settings, ended = body["trials"], body["settings"], body["ended"]
-        if not isinstance(trials, list) or not 0 < len(trials) <= MAX_TRIALS:
-            raise ValueError(f"trials: expected a list of 1 to {MAX_TRIALS:,} settings")
+        _expect(isinstance(body, dict) and body.get("format") == FORMAT, "not a pong sweep")
+        _expect(set(body) == set(keys), f"expected the keys {', '.join(keys)}")
+        _, trials, settings, ended, seconds = (body[k] for k in keys)
+        many = isinstance(trials, list) and 0 < len(trials) <= MAX_TRIALS
+        _expect(many, f"trials: expected a list of 1 to {MAX_TRIALS:,} settings")
         configs = [Config.from_dict(t) for t in trials]
         names = [trial_name(c) for c in configs]
-        if len(set(names)) != len(names) or any(c.seed is None for c in configs):
-            raise ValueError("trials: each setting once, each with a seed")
+        once = len(set(names)) == len(names) and all(c.seed is not None for c in configs)
+        _expect(once, "trials: each setting once, each with a seed")
         if isinstance(settings, dict):  # a name it was written with, read as today's
             settings = {OLD_PASSED.get(k, k): v for k, v in settings.items()}
-        if not isinstance(settings, dict) or set(settings) != {*PASSED, "scheduler"}:
-            raise ValueError(f"settings: expected {', '.join((*PASSED, 'scheduler'))}")
+        known = isinstance(settings, dict) and set(settings) == {*PASSED, "scheduler"}
+        _expect(known, f"settings: expected {', '.join((*PASSED, 'scheduler'))}")
         for name in PASSED:  # each parsed by its flag's own parser (None: not given)
+            value = settings[name]
             try:
-                value = settings[name]
-                if (value is not None or name == "watch_every") and (
-                    parse[name](str(value)) != value or isinstance(value, bool)
-                ):
-                    raise argparse.ArgumentTypeError(f"expected a number, got {value!r}")
+                same = value is None and name != "watch_every" or parse[name](str(value)) == value
             except argparse.ArgumentTypeError as e:
                 raise ValueError(f"settings: {name}: {e}") from None
-        if settings["scheduler"] not in ("fifo", "asha") or (
-            settings["scheduler"] == "asha" and settings["updates"] is None
-        ):
-            raise ValueError("settings: scheduler: expected fifo, or asha with updates")
-        if not isinstance(ended, dict) or not all(
-            k in names and v in ENDED for k, v in ended.items()
-        ):
-            raise ValueError(f"ended: expected trial names, each one of {', '.join(ENDED)}")
-        if type(seconds := body["seconds"]) not in (int, float) or not 0 <= seconds < math.inf:
-            raise ValueError("seconds: expected a number of at least 0")
+            _expect(same and not isinstance(value, bool),
+                    f"settings: {name}: expected a number, got {value!r}")  # fmt: skip
+        asha = settings["scheduler"] == "asha" and settings["updates"] is not None
+        _expect(asha or settings["scheduler"] == "fifo", "settings: scheduler: expected fifo, or"
+                " asha with updates")  # fmt: skip
+        ok = isinstance(ended, dict) and all(k in names and v in ENDED for k, v in ended.items())
+        _expect(ok, f"ended: expected trial names, each one of {', '.join(ENDED)}")
+        number = type(seconds) in (int, float) and 0 <= seconds < math.inf
+        _expect(number, "seconds: expected a number of at least 0")
         check(configs, settings["workers"])
     except FileNotFoundError:
-        where = printable(str(storage))
-        raise UsageError(f"--resume {where}: no sweep there (no {DEFINITION})") from None
+        raise UsageError(f"{printable(storage.uri)}: no sweep there (no {DEFINITION})") from None
     except (ValueError, RecursionError, TypeError) as e:
         raise UsageError(f"{storage.name(DEFINITION)}: damaged ({first_line(e)})") from None
     return Sweep(configs, settings, ended, float(seconds))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    stops = _STOPS
-    stops.install()  # the first stop raises KeyboardInterrupt until Ray starts (see run_sweep)
+def main(argv: list[str] | None = None) -> int:
+    _STOPS.install()  # the first stop raises KeyboardInterrupt until Ray starts (see run_sweep)
     try:
         args = parse_args(argv)
         if args.download is not None:
@@ -232,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         storage = Storage(where)
         sweep = read_definition(storage) if args.resume else new_sweep(args, storage)
         with owned(storage, creating=args.resume is None):
-            return run_sweep(args, storage, sweep, stops)
+            return run_sweep(args, storage, sweep)
     except (UsageError, StorageError) as e:
         return refuse(str(e))
     except OSError as e:  # a file of ours the checks could not foresee (no permission, say)
@@ -240,27 +219,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return refuse(f"{printable(e.filename)}: {e.strerror or e}")
     except KeyboardInterrupt:
-        stop = stops.received[0] if stops.received else signal.SIGINT
+        stop = _STOPS.received[0] if _STOPS.received else signal.SIGINT
         print(f"Interrupted by {stop.name}; no trial had started.", file=sys.stderr, flush=True)
         return 128 + stop.value
 
 
 def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
-    """The sweep the flags ask for, once its directory is known to be new or empty."""
-    configs = grid(args)
+    """The flags' sweep: every combination of the swept values (seed 1 unless told: it repeats)."""
+    values = [getattr(args, n) or [1 if n == "seed" else getattr(Config, n)] for n in SWEPT]
+    combos = itertools.product(*(dict.fromkeys(v) for v in values))  # a value given twice is one
+    env = args.env or Config.env
+    configs = [Config(env=env, **dict(zip(SWEPT, combo, strict=True))) for combo in combos]
     if len(configs) > MAX_TRIALS:
         raise UsageError(f"the grid has {len(configs):,} trials, more than {MAX_TRIALS:,}")
-    if not storage.remote:
-        directory = Path(storage.root)
-        first = next(p for p in (directory, *directory.parents) if p.exists() or p.is_symlink())
-        if directory.is_symlink() or not first.is_dir():
-            what = "a symbolic link" if directory.is_symlink() else "not a directory"
-            raise UsageError(f"--sweep-dir {printable(directory)}: {printable(first)} is {what}")
-    if _holds_files(storage):
-        raise UsageError(
-            f"--sweep-dir {printable(str(storage))}: holds files already; choose a"
-            f" new directory, or --resume {_shown(storage)} to finish a sweep there"
-        )
+    if not storage.remote:  # a link there is refused as ``owned`` opens it
+        first = next(p for p in (Path(storage.root), *Path(storage.root).parents) if p.exists())
+        if not first.is_dir():
+            raise UsageError(f"--sweep-dir {printable(storage.root)}: {printable(first)} is not a"
+                             " directory")  # fmt: skip
+    _refuse_files(storage)
     settings = {n: getattr(args, n) for n in PASSED} | {"scheduler": args.scheduler or "fifo"}
     settings["watch_every"] = 100 if args.watch_every is None else args.watch_every
     try:
@@ -270,27 +247,29 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
     return Sweep(configs, settings)
 
 
-def _holds_files(storage: Storage) -> bool:
-    """Whether the directory holds anything but an owner's lock."""
+def _refuse_files(storage: Storage) -> None:
+    """Refuse a directory holding anything but an owner's lock: a sweep starts in a new one."""
     try:
-        return bool(set(storage.listing()) - {LOCK, OWNER})
+        held = set(storage.listing()) - {LOCK, OWNER}
     except OSError as e:  # the store cannot be reached, say
-        raise UsageError(f"--sweep-dir {storage.name()}: {first_line(e)}") from None
+        raise UsageError(f"--sweep-dir {storage.where}: {first_line(e)}") from None
+    if held:
+        raise UsageError(f"--sweep-dir {printable(storage.uri)}: holds files already; choose a new"
+                         f" one, or --resume {_shown(storage)} to finish that sweep")  # fmt: skip
 
 
 @contextlib.contextmanager
 def owned(storage: Storage, creating: bool):
-    """The sweep directory owned by this process while the block runs: a local one by an OS
-    lock (as a run directory), a URI by an owner file; a second owner gets one line."""
+    """The sweep directory owned while the block runs (a second owner gets one line)."""
     from pong.run.directory import lock
     from pong.run.files import Directory
 
     if storage.remote:
         with contextlib.suppress(FileNotFoundError):
             holder = storage.read(OWNER, 4096).decode(errors="replace").strip()[:200]
-            raise UsageError(f"{storage} is in use by {holder}; one sweep per directory (if that"
-                             f" sweep has ended, delete {storage.name(OWNER)})")  # fmt: skip
-        storage.write(OWNER, f"{PROG} (pid {os.getpid()} on {socket.gethostname()})\n".encode())
+            raise UsageError(f"{storage.uri} is in use by {holder}; one sweep per directory (if"
+                             f" that sweep has ended, delete {storage.name(OWNER)})")  # fmt: skip
+        storage.write(OWNER, f"{PROG} (pid {os.getpid()} on {os.uname().nodename})\n".encode())
         try:
             yield
         finally:
@@ -298,22 +277,19 @@ def owned(storage: Storage, creating: bool):
                 storage.fs.delete_file(f"{storage.root}/{OWNER}")
         return
     try:
-        Path(storage.root).mkdir(parents=True, exist_ok=True)
-        directory = Directory.open(Path(storage.root))
+        directory = Directory.open(Path(storage.root), create=True)
     except OSError as e:
         raise UsageError(f"--sweep-dir {printable(storage.root)}: {e.strerror or e}") from None
     with contextlib.closing(directory), lock(directory, PROG, "one sweep per directory"):
-        if creating and _holds_files(storage):  # another sweep won the race
-            raise UsageError(f"--sweep-dir {storage}: holds files already")
+        if creating:  # another sweep may have won the race
+            _refuse_files(storage)
         yield
 
 
-def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: Stops) -> int:
+def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
     """Join Ray, run the trials not yet ended, then print and write the summary."""
-    started, given = time.monotonic(), args.address
-    # From here a stop is counted, not raised (raised inside Ray's start it showed as a stray
-    # traceback): it ends the sweep before Tune starts, or through Tune's stopper once it runs.
-    stops.holding = True
+    started, given, stops = time.monotonic(), args.address, _STOPS
+    stops.holding = True  # a stop now counted, not raised (in Ray's start it was a traceback)
     try:
         from pong.run.cluster import ClusterError, connect, resolve_address
 
@@ -330,25 +306,22 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
         finally:
             stops.install()  # ours again, whatever Ray's start left in place
         todo = [c for c in sweep.configs if trial_name(c) not in sweep.ended]
-        check_storage(storage, [trial_name(c) for c in todo])
+        if not storage.remote:
+            check_storage(storage, [trial_name(c) for c in todo])
         storage.write(DEFINITION, sweep.to_json())  # from here on, it can be resumed
-        if args.resume is not None:
-            print(f"Resuming the sweep in {printable(str(storage))}: {len(todo)} of"
-                  f" {len(sweep.configs)} trials to finish", flush=True)  # fmt: skip
         if todo and not stops.received:
             from ray.tune import TuneError
 
-            tuner = _tuner(args, storage, sweep, todo)
             try:
-                tuner.fit()
+                _tuner(args, storage, sweep, todo).fit()
             except (OSError, TuneError) as e:  # the storage failed under Tune, say
                 print(f"{PROG}: error: Tune stopped: {first_line(e)}", file=sys.stderr)
     except KeyboardInterrupt:  # from Ray's own SIGTERM handler, as it gave up starting
         pass  # a stop before Tune started its trials: the sweep ends as after one
     finally:
         stops.ending = True  # the sweep has ended: a stop now is only counted
-        if "ray" in sys.modules:  # Ray puts the default handlers back as it shuts down (a
-            import ray  # SIGTERM then would end the sweep before its summary): held back
+        if "ray" in sys.modules:  # Ray's shutdown puts back the default handlers: stops wait
+            import ray
 
             held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
             try:
@@ -356,18 +329,14 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep, stops: S
             finally:
                 stops.install()  # and counted once ours are in place again
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
-    return report(storage, sweep, stops, time.monotonic() - started, given)
+    return report(storage, sweep, time.monotonic() - started, given)
 
 
 def check_storage(storage: Storage, names: list[str]) -> None:
-    """Refuse a local sweep directory that some node of the cluster cannot see (each has its
-    own disk), or trial directories Tune would write through (a link) or fail on (a file);
-    remove links planted under a checkpoint's name."""
+    """Refuse a local DIR some node cannot see (each has its own disk), or links Tune would use."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as On
 
-    if storage.remote:
-        return
     for name in names:
         check_trial_directory(storage, name)
     if len(alive := [n for n in ray.nodes() if n.get("Alive")]) < 2:
@@ -381,28 +350,23 @@ def check_storage(storage: Storage, names: list[str]) -> None:
     finally:
         marker.unlink()
     if blind := [n["NodeManagerAddress"] for n, ok in zip(alive, seen, strict=True) if not ok]:
-        raise UsageError(
-            f"--sweep-dir {printable(str(storage))}: not seen from the"
-            f" node{'s' * (len(blind) > 1)} at {', '.join(blind)} (each has its own disk); give"
-            " a directory every node mounts, or storage they all reach, such as s3://bucket/prefix"
-        )
+        raise UsageError(f"--sweep-dir {printable(storage.uri)}: not seen from the node"
+                         f"{'s' * (len(blind) > 1)} at {', '.join(blind)} (each has its own disk);"
+                         " give a directory every node mounts, or storage they all reach, such"
+                         " as s3://bucket/prefix")  # fmt: skip
 
 
 def check_trial_directory(storage: Storage, name: str) -> None:
-    """Refuse a trial directory that is a link or a file (Tune would write through it or fail
-    on it); remove links planted in it under a checkpoint's name."""
+    """Refuse a trial directory Tune would write through or fail on; remove planted links."""
     path = Path(storage.root, name)
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         what = "a symbolic link" if path.is_symlink() else "not a directory"
         raise UsageError(f"{printable(path)}: {what}; refusing to write through it (move it away)")
-    for planted in storage.listing(name):
-        if planted.startswith(CHECKPOINT_PREFIX) and (path / planted).is_symlink():
-            (path / planted).unlink()
-            print(f"note: {printable(path / planted)} was a symbolic link; removed", flush=True)
+    for planted in storage.prune(name, keep=storage.directories(name)):  # a link is no directory
+        print(f"note: {printable(path / planted)} was a symbolic link; removed", flush=True)
 
 
 def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[Config]):
-    """A Tune experiment of the trials in ``todo`` into ``storage``; says so."""
     import ray
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
@@ -414,37 +378,34 @@ def _tuner(args: argparse.Namespace, storage: Storage, sweep: Sweep, todo: list[
     smallest = min(c.batch_size for c in todo)
     workers = sweep.settings["workers"] or max(1, min(smallest, cpus // min(len(todo), cpus)))
     at_once = max(1, cpus // workers)
-    print(f"Sweeping {_count(len(todo), 'trial')} on {cluster_summary(args.address)}:"
-          f" {_count(workers, 'RolloutWorker')} each, {_count(at_once, 'trial')} at once;"
-          f" storage {printable(str(storage))}", flush=True)  # fmt: skip
+    print(f"Sweeping {len(todo)} of {_count(len(sweep.configs), 'trial')} on"
+          f" {cluster_summary(args.address)}: {_count(workers, 'RolloutWorker')} each,"
+          f" {_count(at_once, 'trial')} at once; storage {printable(storage.uri)}",
+          flush=True)  # fmt: skip
     settings = sweep.settings | {"workers": workers}
     spaces = [settings | {"config": dataclasses.asdict(c)} for c in todo]
     bundles = [{}] + [{"CPU": 1, "memory": WORKER_MEMORY}] * workers  # the trial's, each worker's
-    trainable = tune.with_parameters(trial, where=str(storage))
     most, asha = settings["updates"], settings["scheduler"] == "asha"
     asha = asha and ASHAScheduler(time_attr="update", metric="running_mean", mode="max",
                                   max_t=most, grace_period=max(1, most // 10))  # fmt: skip
-    parent, name = storage.parent_and_name()
-    stopper, lines = _hooks(sweep, storage)
+    path, _, query = storage.uri.partition("?") if storage.remote else (storage.uri, "", "")
+    parent, _, name = path.rstrip("/").rpartition("/")  # Tune's storage_path, with the query
+    parent = (parent + (f"?{query}" if query else "")) or "/"
     return tune.Tuner(
-        tune.with_resources(trainable, tune.PlacementGroupFactory(bundles)),
+        tune.with_resources(tune.with_parameters(trial, where=storage.uri),
+                            tune.PlacementGroupFactory(bundles)),
         param_space={"settings": tune.grid_search(spaces)},
         tune_config=tune.TuneConfig(scheduler=asha or None, trial_name_creator=_name,
                                     trial_dirname_creator=_name),  # None: every trial to its end
-        run_config=tune.RunConfig(name=name, storage_path=parent, verbose=0, stop=stopper,
-                                  callbacks=[lines], failure_config=tune.FailureConfig(0),
+        run_config=tune.RunConfig(name=name, storage_path=parent, verbose=0,
+                                  stop=(hooks := _hooks(sweep, storage)),
+                                  callbacks=[hooks], failure_config=tune.FailureConfig(0),
                                   checkpoint_config=tune.CheckpointConfig(num_to_keep=1)),
     )  # fmt: skip
 
 
-def _count(n: int, thing: str) -> str:
-    return f"{n} {thing}{'s' * (n != 1)}"
-
-
-def trial(space: dict[str, Any], where: str) -> None:
-    """One Tune trial: a run in a directory of its node, trained by the driver's loop, each
-    update reported with that directory as its checkpoint (so a stop or a lost node loses no
-    finished update)."""
+def trial(space: dict, where: str) -> None:
+    """One Tune trial: the driver's loop, each update's run reported (so a stop loses none)."""
     from ray import tune
 
     from pong.run.training import train
@@ -456,7 +417,6 @@ def trial(space: dict[str, Any], where: str) -> None:
     try:
         run = _trial_run(config, storage, local)
         run.watch_every = settings["watch_every"]
-        updates, goal = settings["updates"], settings["until_mean"]
         mean = run.saved.running_mean if run.saved else None
         if _done(settings, run.saved_at, mean):
             run.close()  # it ended before the sweep could write so: said again, for the sweep
@@ -465,22 +425,21 @@ def trial(space: dict[str, Any], where: str) -> None:
 
         def report(update, trainer) -> None:
             mean = -math.inf if trainer.running_mean is None else trainer.running_mean
-            tune.report(
-                {"update": trainer.updates, "games": trainer.games, "running_mean": mean,
-                 "steps_per_s": update.steps_per_second, "seconds": update.seconds},
-                checkpoint=tune.Checkpoint.from_directory(str(local)),
-            )  # fmt: skip
+            result = {"update": trainer.updates, "running_mean": mean}  # ASHA's, and our line's
+            result["steps_per_s"] = update.steps_per_second
+            tune.report(result, checkpoint=tune.Checkpoint.from_directory(str(local)))
             if trainer.updates == first + 1:  # the checkpoints of earlier launches are older
-                storage.prune(name, keep=f"{name}/{Path(tune.get_checkpoint().path).name}")
+                storage.prune(name, keep=[Path(tune.get_checkpoint().path).name])
 
-        first, remaining = run.saved_at, updates and updates - run.saved_at
-        options = Options(updates=remaining, until_mean=goal, workers=settings["workers"])
+        first, most = run.saved_at, settings["updates"]
+        options = Options(updates=most and most - first, until_mean=settings["until_mean"],
+                          workers=settings["workers"])  # fmt: skip
         train(run, options, Stops(), after=report)
     finally:
         shutil.rmtree(local.parent, ignore_errors=True)
 
 
-def _done(settings: dict[str, Any], update: int, mean: float | None) -> bool:
+def _done(settings: dict, update: int, mean: float | None) -> bool:
     """Whether a trial has run its updates or passed its running-mean goal."""
     from pong.run.report import reached
 
@@ -488,12 +447,11 @@ def _done(settings: dict[str, Any], update: int, mean: float | None) -> bool:
 
 
 def _trial_run(config: Config, storage: Storage, local: Path):
-    """The trial's run in ``local``, opened: its latest checkpoint in the storage that can be
-    resumed (a damaged one is passed over for the one before), copied down, else a new run."""
+    """The trial's latest checkpoint that can be resumed, copied into ``local``; else a new run."""
     from pong.run.directory import Run
 
     name, problem = trial_name(config), None
-    for _, rel in storage.checkpoints(name):
+    for rel in storage.checkpoints(name):
         try:
             storage.copy_down(rel, local)
             run = Run.resume(local, {}, 1)
@@ -512,29 +470,17 @@ def _trial_run(config: Config, storage: Storage, local: Path):
     return run
 
 
-_STOPS = Stops()  # the sweep's stop signals: ``main`` installs it, Tune's stopper reads it
-
-
-def _name(t) -> str:
-    """A Tune trial's name, from its settings."""
-    return trial_name(Config.from_dict(t.config["settings"]["config"]))
-
-
 def _hooks(sweep: Sweep, storage: Storage):
-    """Tune's stopper and callback for the sweep, made once Tune is imported. A stop signal
-    ends every trial (each has reported its last finished update with its checkpoint) and
-    starts no other; a line per trial update, as the driver's, instead of Tune's tables; a
-    trial that will not run again is written into ``sweep.json`` with how it ended."""
+    """Tune's stopper (ours: a stop ends all) and callback (our lines; ends into sweep.json)."""
     from ray import tune
 
-    class Interrupted(tune.Stopper):
+    class Hooks(tune.Callback, tune.Stopper):
         def __call__(self, trial_id, result) -> bool:
-            return False
+            return False  # a trial ends by itself, by ASHA, or with every other
 
         def stop_all(self) -> bool:
             return bool(_STOPS.received)
 
-    class Lines(tune.Callback):
         def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
             mean = result.get("running_mean", -math.inf)
             print(f"{_name(trial)}: update {result.get('update')}, running mean"
@@ -549,29 +495,23 @@ def _hooks(sweep: Sweep, storage: Storage):
                 self.ended(trial, "stopped-early")
 
         def on_trial_error(self, iteration, trials, trial, **info) -> None:
-            print(f"note: trial {_name(trial)} failed: {_error_of(trial)}", flush=True)
+            why, lines = "see its log", []  # else its traceback's last message, in error.txt
+            with contextlib.suppress(OSError, TypeError), open(trial.error_file, "rb") as f:
+                lines = f.read(2**20).decode(errors="replace").splitlines()
+            if raised := [n.rstrip() for n in lines if n[:1].strip() and ": " in n]:
+                why = raised[-1].split(": ", 1)[1]
+            print(f"note: trial {_name(trial)} failed: {why}", flush=True)
             self.ended(trial, "failed")
 
         def ended(self, trial, how: str) -> None:
             sweep.ended[_name(trial)] = how
             storage.write(DEFINITION, sweep.to_json())
 
-    return Interrupted(), Lines()
+    return Hooks()
 
 
-def _error_of(trial) -> str:
-    """Why a Tune trial failed: the message its traceback ends with, in the error.txt Tune
-    wrote on this machine."""
-    with contextlib.suppress(OSError, TypeError), open(trial.error_file, errors="replace") as f:
-        lines = [line.rstrip() for line in f.read(2**20).splitlines() if line.strip()]
-        if raised := [line for line in lines if not line[0].isspace() and ": " in line]:
-            return raised[-1].split(": ", 1)[1]
-    return "see its log"
-
-
-def report(storage: Storage, sweep: Sweep, stops: Stops, took: float, address=None) -> int:
-    """The summary (printed and in ``summary.csv``) and the last line: done, or the command
-    that finishes the sweep (on the cluster at ``address``, as given); the exit code."""
+def report(storage: Storage, sweep: Sweep, took: float, address=None) -> int:
+    """The summary, printed and in ``summary.csv``; done, or the command that finishes it."""
     sweep.seconds += took
     storage.write(DEFINITION, sweep.to_json())
     table, out = summarize(storage, sweep), io.StringIO()
@@ -588,7 +528,7 @@ def report(storage: Storage, sweep: Sweep, stops: Stops, took: float, address=No
         again += f" --address={errors.shell_word(address)}" if address else ""  # the same cluster
         print(f"Stopped with {unfinished} of {trials} trials unfinished{said}; continue with:"
               f" {again}", flush=True)  # fmt: skip
-        return 128 + stops.received[0].value if stops.received else 1
+        return 128 + _STOPS.received[0].value if _STOPS.received else 1
     print(f"Done: {_count(trials, 'trial')} in {took:.0f} s{said};"
           f" {printable(storage.name(SUMMARY))}")  # fmt: skip
     return 1 if tally["failed"] else 0
@@ -596,49 +536,41 @@ def report(storage: Storage, sweep: Sweep, stops: Stops, took: float, address=No
 
 def _shown(storage: Storage) -> str:
     """The sweep directory as a command names it: a URI as it is, a path pasteable."""
-    return errors.shell_word(str(storage)) if storage.remote else errors.pasteable(storage.root)
+    return errors.shell_word(storage.uri) if storage.remote else errors.pasteable(storage.root)
 
 
-def updates_of(storage: Storage, name: str) -> list[dict[str, str]]:
-    """The rows of trial ``name``'s ``updates.csv`` in its latest checkpoint, read as hostile:
-    a note where they cannot be read."""
+def _updates(storage: Storage, name: str) -> list[dict[str, str]]:
+    """The rows of the trial's latest ``updates.csv``, read as hostile (else a note)."""
     if (latest := storage.latest(name)) is None:
         return []
-    rel = f"{latest[0]}/{UPDATES}"
     try:
-        if not storage.remote:
-            return list(rows(Path(storage.root, rel)))
-        data = storage.read(rel, MAX_METRICS)
-        return list(rows(Path(rel), lambda: io.BytesIO(data)))
+        data = storage.read(f"{latest}/{UPDATES}", MAX_METRICS)
+        return list(rows(Path(storage.name(f"{latest}/{UPDATES}")), lambda: io.BytesIO(data)))
     except (MetricsFileError, StorageError, FileNotFoundError) as e:
         print(f"note: {name}: {first_line(e)}", flush=True)
         return []
 
 
 def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
-    """One row per setting over its seeds, every trial of the grid counted (started or not);
-    ``best`` marks the highest final running mean over seeds, and the fewest games (of the
-    slowest seed) to a running mean above 0."""
+    """One row per setting over its seeds; ``best``: the top final mean, the fewest games to 0."""
     by_setting: dict[tuple, list[Config]] = {}
     for c in sorted(sweep.configs, key=lambda c: c.seed):
         by_setting.setdefault((c.batch_size, c.learning_rate, c.decay_rate), []).append(c)
     table, finals, zeros = [], [], []
     for (size, lr, decay), trials in sorted(by_setting.items()):
-        final, to_zero, seconds, ended = [], [], 0.0, []
-        for c in trials:
-            updates = updates_of(storage, trial_name(c))
-            final += [float(updates[-1]["running_mean"])] if updates else []
-            zero = [int(u["games"]) for u in updates if float(u["running_mean"]) > 0]
-            to_zero.append(zero[0] if zero else math.inf)
-            seconds += sum(float(u["seconds"]) for u in updates)
-            ended.append(sweep.ended.get(trial_name(c), "unfinished" if updates else "not started"))
+        runs = {trial_name(c): _updates(storage, trial_name(c)) for c in trials}
+        final = [float(u[-1]["running_mean"]) for u in runs.values() if u]
+        to_zero = [next((int(r["games"]) for r in u if float(r["running_mean"]) > 0), math.inf)
+                   for u in runs.values()]  # fmt: skip
+        ended = [sweep.ended.get(n, "unfinished" if u else "not started") for n, u in runs.items()]
         table.append({
             "batch_size": str(size), "learning_rate": repr(lr), "decay_rate": repr(decay),
             "seeds": " ".join(str(c.seed) for c in trials),
             "final_running_mean": f"{statistics.fmean(final):.2f}" if final else "-",
             "spread": f"{statistics.pstdev(final):.2f}" if final else "-",
             "games_to_running_mean_0": " ".join("-" if n == math.inf else str(n) for n in to_zero),
-            "training_seconds": f"{seconds:.0f}", "ended": " ".join(ended), "best": "-",
+            "training_seconds": f"{sum(float(r['seconds']) for u in runs.values() for r in u):.0f}",
+            "ended": " ".join(ended), "best": "-",
         })  # fmt: skip
         finals.append(statistics.fmean(final) if final else -math.inf)
         zeros.append(max(to_zero))
@@ -650,24 +582,16 @@ def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
 
 
 def download(source: str | Path, dest: Path) -> int:
-    """``--download``: each trial's latest run (or the one trial's) copied into ``dest``."""
+    """``--download``: each trial's latest run copied into ``dest``."""
     dest, storage = Path(dest), Storage(source)
     if os.path.lexists(dest) and (dest.is_symlink() or not dest.is_dir() or any(dest.iterdir())):
         return refuse(f"--download: {printable(dest)}: must be a new or empty directory")
     if not storage.remote and dest.resolve().is_relative_to(Path(storage.root).resolve()):
         return refuse(f"--download: {printable(dest)}: inside the sweep it copies")
     try:
-        one = None  # the trial of SWEEP/NAME
-        if DEFINITION not in storage.listing():
-            parent, one = storage.parent_and_name()
-            if DEFINITION not in (storage := Storage(parent)).listing():
-                return refuse(f"--download: {printable(str(source))}: not a sweep (no"
-                              f" {DEFINITION}), nor a trial of one")  # fmt: skip
-        names = [n for n in map(trial_name, read_definition(storage).configs) if one in (None, n)]
-        if not names:
-            return refuse(f"--download: {printable(str(source))}: no trial of that name")
-        found = {name: latest for name in names if (latest := storage.latest(name))}
-        for name, (rel, _) in found.items():
+        names = [trial_name(c) for c in read_definition(storage).configs]
+        found = {name: rel for name in names if (rel := storage.latest(name))}
+        for name, rel in found.items():
             storage.copy_down(rel, dest / name)
     except (UsageError, OSError) as e:  # StorageError, and pyarrow's own
         return refuse(f"--download: {e}")

@@ -102,11 +102,12 @@ def runs_of(paths: Sequence[Path]) -> list[Path]:
     for path in paths:
         if (path / DEFINITION).is_file():
             storage = Storage(path)
-            latest = [storage.latest(name) for name in storage.directories()]
-            found += [path / rel for rel, _ in filter(None, latest)]
+            found += [
+                path / rel for rel in filter(None, map(storage.latest, storage.directories()))
+            ]
         elif (path.parent / DEFINITION).is_file():
             if latest := Storage(path.parent).latest(path.name):
-                found.append(path.parent / latest[0])
+                found.append(path.parent / latest)
         else:
             found.append(path)
     return found

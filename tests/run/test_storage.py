@@ -30,9 +30,9 @@ def test_the_latest_checkpoint_is_the_latest_update_not_the_highest_number(tmp_p
     damaged.mkdir()
     (damaged / FILENAME).write_bytes(b"\xff" * 100)
     storage = Storage(tmp_path)
-    assert storage.latest("t") == ("t/checkpoint_000000", 4)
+    assert storage.latest("t") == "t/checkpoint_000000"  # update 4, not 3
     assert storage.latest("nothing") is None
-    storage.prune("t", keep="t/checkpoint_000000")
+    storage.prune("t", keep=["checkpoint_000000"])
     assert storage.directories("t") == ["checkpoint_000000"]
 
 
@@ -91,6 +91,6 @@ def test_pruning_removes_planted_links_and_never_follows_a_linked_trial(tmp_path
     os.symlink(victim, tmp_path / "sweep" / "t" / "checkpoint_000007")
     os.symlink(victim, tmp_path / "sweep" / "linked")
     storage = Storage(tmp_path / "sweep")
-    assert storage.prune("linked") == [] and storage.checkpoints("linked") == []
-    assert storage.prune("t", keep=f"t/{keep.name}") == ["checkpoint_000007"]
+    assert storage.prune("linked", keep=[]) == [] and storage.checkpoints("linked") == []
+    assert storage.prune("t", keep=[keep.name]) == ["checkpoint_000007"]
     assert (victim / "checkpoint_precious").is_dir() and keep.is_dir()

@@ -355,7 +355,7 @@ def test_a_trial_directory_that_is_a_link_is_refused_and_planted_links_are_remov
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        ("plain", "not a sweep (no sweep.json), nor a trial of one"),
+        ("plain", "no sweep there (no sweep.json)"),
         ("inside", "inside the sweep it copies"),
     ],
 )
