@@ -139,7 +139,7 @@ class Options:
     workers: int | None = setting(
         batch_count,
         "workers to ask Ray for, one CPU each; those not placed yet join when a CPU is free"
-        " (default: the cluster's CPUs, at most the batch size)",
+        " (default: the cluster's CPUs, at most --batch-size)",
     )
     wait_for_workers: float | None = setting(
         positive_float, "stop if no worker is up for S seconds (default: wait)", None, "S"

@@ -152,7 +152,7 @@ def check(configs: list[Config], workers: int | None) -> None:
         raise ValueError(f"--env: {e}") from None
     smallest = min(c.batch_size for c in configs)
     _expect(workers is None or workers <= smallest, f"--workers {workers}: at most the smallest"
-            f" batch size ({smallest}), since each worker plays one game at a time")  # fmt: skip
+            f" --batch-size ({smallest}), since each worker plays one game at a time")  # fmt: skip
 
 
 def read_definition(storage: Storage) -> Sweep:

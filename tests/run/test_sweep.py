@@ -208,7 +208,7 @@ OURS = {"sweep.json", "summary.csv", ".lock"}
         (None, "settings: scheduler"),
         (None, "ended: expected trial names"),
         (None, "--env: "),
-        (None, "--workers 11: at most the smallest batch size (10)"),
+        (None, "--workers 11: at most the smallest --batch-size (10)"),
     ],
 )
 def test_a_damaged_sweep_json_is_one_line_before_ray_starts(

@@ -325,3 +325,39 @@ def test_every_relative_link_reaches_a_file_and_heading(doc: Path) -> None:
             if anchor not in {_anchor(h) for h in headings}:
                 broken.append(target)
     assert broken == []
+
+
+def _not_called() -> list[str]:
+    """The words docs/algorithm.md's glossary says a thing is not called."""
+    text = (ROOT / "docs" / "algorithm.md").read_text().split("## Words", 1)[1]
+    rows = re.findall(r"^\| (\w[\w ]*) \| .* \| (.*) \|$", text.split("\n## ", 1)[0], re.M)
+    words = [w.strip() for _, cell in rows for w in cell.split(",") if w.strip()]
+    assert {"episode", "iteration", "rollout"} <= set(words)  # the test can fail
+    return words
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["driver.py"], *(["-m", "pong", tool] for tool in ("sweep", "plot", "compare", "metrics"))]
+    + [["-m", "pong", tool] for tool in ("export", "convert")],
+    ids=" ".join,
+)
+def test_help_speaks_the_glossary_s_words(command: list[str]) -> None:
+    """Each --help, its flags' old names (kept as aliases) and Ray's class names aside."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, *command, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    prose = re.sub(r"--[\w-]+|RolloutWorker", "", done.stdout).lower()
+    assert [w for w in _not_called() if re.search(rf"\b{w}", prose)] == []
+
+
+def test_the_metrics_files_columns_speak_the_glossary_s_words() -> None:
+    from pong.run.metrics import FIELDS, TEXT_FIELDS
+
+    columns = [c for name in FIELDS for c in FIELDS[name] + TEXT_FIELDS[name]]
+    assert "running_mean" in columns and "score" in columns
+    assert [c for c in columns for w in _not_called() if w.replace(" ", "_") in c] == []
