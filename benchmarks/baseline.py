@@ -86,7 +86,7 @@ class OriginalLoop:
             result = ray.get(ready)
             steps += result.steps
             result.grad.add_to(self.grad_buffer)
-        self.model.rmsprop_step(self.grad_buffer, self.rmsprop_cache, 1e-4, 0.99)
+        self.model.rmsprop(self.grad_buffer, self.rmsprop_cache, 1e-4, 0.99)
         for g in self.grad_buffer.values():
             g.fill(0)
         return steps, time.perf_counter() - start

@@ -28,7 +28,7 @@ from pong.run.config import Config, hyperparameters  # noqa: E402
 
 
 def rmsprop_seconds(trainer: Trainer, repeats: int = 5) -> float:
-    """Seconds of one ``Model.rmsprop_step`` on copies of the trainer's weights, cache and a
+    """Seconds of one ``Model.rmsprop`` on copies of the trainer's weights, cache and a
     gradient."""
     model = Model.from_weights(trainer.model.weights)
     cache = {k: v.copy(order="K") for k, v in trainer.rmsprop_cache.items()}
@@ -38,7 +38,7 @@ def rmsprop_seconds(trainer: Trainer, repeats: int = 5) -> float:
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        model.rmsprop_step(grad, cache, trainer.config.learning_rate, trainer.config.decay_rate)
+        model.rmsprop(grad, cache, trainer.config.learning_rate, trainer.config.decay_rate)
         times.append(time.perf_counter() - start)
     return float(np.median(times))
 

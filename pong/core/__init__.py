@@ -9,7 +9,7 @@ except that ``train`` hands the dealing of games to ``schedule``, the last chapt
 - ``reference``: a game played and stored as 2016 did: the tests check the fast path by it.
 - ``worker``: ``RolloutWorker``, the Ray actor that plays games, and each game's seed.
 - ``state`` and ``train``: what a checkpoint holds, and Ray's update loop: start the workers,
-  get each game's gradient, add them in game order, one RMSProp step.
+  get each game's gradient, add them in game order, apply RMSProp once.
 - ``schedule``: ``Dealer``, which deals the games as workers come and go, and starts backups
   of slow games. A first reading can skip it.
 """

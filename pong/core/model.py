@@ -153,7 +153,7 @@ class Model:
         dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # row-wise W1[j] . G[j]
         return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 
-    def rmsprop_step(self, grad_buffer: dict, rmsprop_cache: dict, learning_rate, decay_rate):
+    def rmsprop(self, grad_buffer: dict, rmsprop_cache: dict, learning_rate, decay_rate):
         """RMSProp ascent, as 2016's two lines (fewer arrays was no faster: benchmarks/README.md).
         New arrays replace the old in ``self.weights`` and ``rmsprop_cache`` (a checkpoint may
         hold the old). If any is not finite, it raises ``FloatingPointError``, changing nothing."""

@@ -13,7 +13,7 @@ from pong.core.rewards import advantages, gamma
 
 __all__ = ["DOWN", "UP", "game_gradient", "play_game"]
 
-STOP_EVERY = 256  # steps between asking whether a game is still wanted (~130 ms of Pong)
+STOP_EVERY = 256  # steps between asking whether a game is still wanted (~130 ms on a core)
 UP, DOWN = 2, 3  # ALE's "RIGHT" and "LEFT": the paddle moves up and down
 
 

@@ -2,8 +2,9 @@
 workers as they come and go, and backups of slow games. A game's seed (``game_seed``) makes it
 the same game on any worker. The words are docs/algorithm.md's "The dealer's words".
 
-A worker's state is kept in these fields alone, and changes only on what Ray reports (a reply
-or an error), never on a count or a timer of ours:
+A worker's state is kept in these fields alone; it changes when the dealer deals it a game
+and when Ray replies or reports an error (a worker Ray is restarting is asked again after a
+pause):
 
 - waiting (a ``describe`` call in ``calls``, or in ``retry`` to ask again after a pause): Ray
   replies -> free; Ray says it died for good -> gone. An autoscaler adds a node for a worker
@@ -181,7 +182,8 @@ class Dealer:
                 self.free.add(i)
             return None, None
         self.free.add(i)
-        if reply is None:  # it gave the game up (told to stop, then needed after all)
+        if reply is None:  # it gave the game up: deal it again (defensive; only a copy whose
+            # game is done is told to stop)
             self.done.discard(index)
             self.undealt.appendleft(index)
             return None, None

@@ -14,7 +14,7 @@ class State:
     """What a checkpoint holds."""
 
     weights: dict[str, np.ndarray]  # {"W1": (H, D), "W2": (H,)} float64
-    rmsprop_cache: dict[str, np.ndarray]  # the same shapes: the running mean of squared grads
+    rmsprop_cache: dict[str, np.ndarray]  # the same shapes: RMSProp's average of squared grads
     updates: int  # updates done
     games: int  # games played
     steps: int  # env steps played

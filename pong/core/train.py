@@ -1,5 +1,5 @@
 """``Trainer``: the update loop of Ray's Pong example: put the model in Ray's object store,
-have the workers play the update's games, add up their gradients, take one RMSProp step. Two
+have the workers play the update's games, add up their gradients, apply RMSProp once. Two
 changes (docs/algorithm.md says why): one worker per CPU, given the next game as it finishes
 one, and gradients added in game order, so that a seed gives the same bytes with any workers,
 nodes or resume. Which worker plays which game is the ``Dealer``'s (``pong.core.schedule``,
@@ -102,7 +102,7 @@ class Trainer:
         (model_seed,) = np.random.SeedSequence(seed).spawn(1)  # spawn key (0,): not a game's
         self.model = Model(model_seed)
         self.grad_buffer = zeros_like_weights(self.model.weights)  # the update's gradient sum
-        fresh = State(self.model.weights, self.grad_buffer, 0, 0, 0, None, None)  # cache: zeros
+        fresh = State(self.model.weights, self.grad_buffer, 0, 0, 0, None, None)  # copied: zeros
         self._restore(fresh if state is None else state)
         count = workers or worker_count(batch_size)
         cpus = int(ray.cluster_resources().get("CPU", 0))  # so many can start at once
@@ -113,9 +113,9 @@ class Trainer:
         )
 
     def update(self) -> Update:
-        """One update: ``play``, then ``rmsprop_step``."""
+        """One update: ``play``, then ``rmsprop``."""
         update = self.play()
-        self.rmsprop_step(update)
+        self.rmsprop(update)
         return update
 
     def play(self) -> Update:
@@ -128,7 +128,7 @@ class Trainer:
             update.add(index, result, self.grad_buffer)
         return update
 
-    def rmsprop_step(self, update: Update) -> None:
+    def rmsprop(self, update: Update) -> None:
         """RMSProp with ``update``'s gradient sum, then the update counted in the state. Where
         no game gave a finite gradient, or the weights would stop being finite, it raises
         ``NonFiniteError`` and changes nothing."""
@@ -136,7 +136,7 @@ class Trainer:
         problem = "no game of the update gave a finite gradient"
         if update.dropped < update.played:
             try:
-                self.model.rmsprop_step(self.grad_buffer, self.rmsprop_cache, lr, self.decay_rate)
+                self.model.rmsprop(self.grad_buffer, self.rmsprop_cache, lr, self.decay_rate)
                 problem = ""
             except FloatingPointError as e:
                 problem = str(e)

@@ -83,7 +83,7 @@ class RolloutWorker:
     @ray.method(concurrency_group="control")
     def abandon(self, copy: int) -> None:
         """Stop copy ``copy`` of a game, now or once it starts: the dealer no longer needs it.
-        Copy numbers more than 1000 below the newest are forgotten."""
+        Copies numbered 1000 or more below ``copy`` are forgotten: long over."""
         kept = {c for c in self.abandoned if c > copy - 1000}
         self.abandoned = frozenset(kept | {copy})  # one assignment: thread-safe
 

@@ -1,5 +1,5 @@
 """The training loop, one for ``driver.py`` and for each trial of a sweep: start the
-workers, then play updates and take their RMSProp steps until the options stop it, one line
+workers, then play updates and apply RMSProp after each until the options stop it, one line
 each; whatever ends it (a stop, Ray failing under it, an error), the last finished update is
 saved."""
 
@@ -55,7 +55,7 @@ def train(
             except OSError as e:  # Ray's own connection broke (its raylet, or a node, is gone)
                 raise ClusterError(f"lost contact with Ray ({e.strerror or e})") from None
             with stops.held():  # applied, counted, recorded and printed, or none of these
-                trainer.rmsprop_step(update)
+                trainer.rmsprop(update)
                 run.record(update, trainer)
                 for message in update.messages:
                     print(message, flush=True)

@@ -88,7 +88,7 @@ def test_update_is_one_rmsprop_ascent_step() -> None:
     grad = {k: rng.standard_normal(v.shape) for k, v in model.weights.items()}
     cache = {k: rng.random(v.shape) for k, v in model.weights.items()}
     cache_before = {k: v.copy() for k, v in cache.items()}
-    model.rmsprop_step(grad, cache, learning_rate=1e-3, decay_rate=0.9)
+    model.rmsprop(grad, cache, learning_rate=1e-3, decay_rate=0.9)
     for k in before:
         i = (7, 123) if k == "W1" else (7,)
         g, c = grad[k][i], cache_before[k][i]
@@ -110,7 +110,7 @@ def test_update_is_the_2016_formula_exactly_on_every_entry() -> None:
     grad["W1"][:, columns] = rng.standard_normal((H, 300))
     grad["W1"][:5, 3] = rng.standard_normal(5)  # a column that is zero in most rows
     grad["W2"][:] = rng.standard_normal(H)
-    model.rmsprop_step(grad, cache, learning_rate=1e-3, decay_rate=0.9)
+    model.rmsprop(grad, cache, learning_rate=1e-3, decay_rate=0.9)
     for k, g in grad.items():  # the formulas on every entry, as the 2016 program has them
         c_new = 0.9 * c[k] + (1 - 0.9) * g**2
         np.testing.assert_array_equal(cache[k], c_new)
@@ -121,7 +121,7 @@ def test_first_update_from_zero_cache_moves_each_weight_by_about_ten_lr() -> Non
     model = Model(seed=4)
     before = model.weights["W2"].copy()
     grad = {k: np.full_like(v, 0.5) for k, v in model.weights.items()}
-    model.rmsprop_step(grad, zeros_like_weights(model.weights), 1e-4, 0.99)  # the defaults
+    model.rmsprop(grad, zeros_like_weights(model.weights), 1e-4, 0.99)  # the defaults
     # cache = 0.01 * g^2, so the step is 1e-4 * g / (0.1 |g| + 1e-5) ~= 1e-3
     np.testing.assert_allclose(model.weights["W2"] - before, 1e-4 * 0.5 / (0.05 + 1e-5))
 
@@ -142,7 +142,7 @@ def test_update_refuses_a_non_finite_gradient_or_step_and_changes_nothing(bad, m
     grad["W1"][0, 0] = bad
     cache = zeros_like_weights(model.weights)
     with pytest.raises(FloatingPointError, match=message):
-        model.rmsprop_step(grad, cache, 1e-4, 0.99)
+        model.rmsprop(grad, cache, 1e-4, 0.99)
     for k in before:
         np.testing.assert_array_equal(model.weights[k], before[k])
         assert not cache[k].any()
@@ -213,5 +213,5 @@ def test_weights_stay_column_major_through_updates() -> None:
     grad = zeros_like_weights(model.weights)
     cache = zeros_like_weights(model.weights)
     grad["W1"] += 0.1
-    model.rmsprop_step(grad, cache, 1e-4, 0.99)
+    model.rmsprop(grad, cache, 1e-4, 0.99)
     assert model.weights["W1"].flags.f_contiguous and grad["W1"].flags.f_contiguous

@@ -114,7 +114,7 @@ def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(joined_ray) ->
     expected, cache = Model.from_weights(before), zeros_like_weights(before)
     buffer = zeros_like_weights(before)
     _grad(0.5).add_to(buffer)
-    expected.rmsprop_step(buffer, cache, 1e-4, 0.99)
+    expected.rmsprop(buffer, cache, 1e-4, 0.99)
     for k in before:
         np.testing.assert_array_equal(trainer.model.weights[k], expected.weights[k])
         assert np.isfinite(trainer.model.weights[k]).all()

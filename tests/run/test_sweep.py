@@ -38,7 +38,10 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={ITERATIONS}", "-
         (["--sweep-dir", "{tmp}/file"], "not a directory"),
         (["--seeds"], "expected at least one argument"),
         (["--env", "NoSuchEnv-v9"], "--env: "),
-        (["--batch-size", "2", "4", "--workers", "3"], "--workers 3: at most the smallest --batch-size"),
+        (
+            ["--batch-size", "2", "4", "--workers", "3"],
+            "--workers 3: at most the smallest --batch-size",
+        ),
         (["--checkpoint-every", "3"], "unrecognized arguments: --checkpoint-every"),
     ],
 )

@@ -8,7 +8,7 @@ A name is looked up where the text puts it:
 - ``pong.core.train.Update.add``: the longest importable prefix is imported and the
   rest looked up on it (``getattr``, or a dataclass field, or ``self.name = ...`` in
   the class's source).
-- `` `pong/core/model.py` `Model.rmsprop_step` ``, and the names listed right after it
+- `` `pong/core/model.py` `Model.rmsprop` ``, and the names listed right after it
   (`` `A`, `B` and `C` ``): looked up in that module; likewise after a dotted name.
 - a bare `` `Name.method` ``: in a table row, in the module the row names; in prose,
   in a module its paragraph names, else in whichever of our modules defines ``Name``.
@@ -254,7 +254,7 @@ def test_a_made_up_name_is_reported(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "`pong/core/model.py` `Model.rmsprop_step`, `Model.policy_forward_sparse` and `sigmoid`",
+        "`pong/core/model.py` `Model.rmsprop`, `Model.policy_forward_sparse` and `sigmoid`",
         "the sum is `pong.core.train.Update.add`, called by `Trainer.play`",
         "| the actor | `pong/core/worker.py` | `RolloutWorker.compute_gradient` |",
         "`Update.held`, `Trainer.grad_buffer`, `ray.wait`, `env.step`, `ImportError`",
