@@ -58,7 +58,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     if args.evaluate is None and (args.games is not None or args.record is not None):
-        parser.error("argument --games/--record: only with --evaluate CHECKPOINT")
+        flag = "--games" if args.games is not None else "--record"
+        parser.error(f"argument {flag}: only with --evaluate CHECKPOINT")
     if args.evaluate is not None:
         played = ("env", "seed")  # the only run settings a game uses
         training = [*given(args, Options), *(n for n in given(args, Config) if n not in played)]
