@@ -18,8 +18,8 @@ from typing import BinaryIO
 import numpy as np
 
 from pong.run.checkpoint import load
+from pong.run.config import GAMES_FLAGS, positive_int
 from pong.run.config import path as nonempty_path
-from pong.run.config import positive_int
 from pong.run.errors import OneLineParser, printable
 from pong.run.files import Directory, atomic_write
 from pong.run.metrics import UPDATES, games_file, rows
@@ -197,13 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     out = "default for one run: RUN_DIR/learning_curve.png; needed for several"
     add("--output", type=png, metavar="FILE.png", help=out)
-    add(
-        "--games",
-        "--episodes",
-        type=positive_int,
-        metavar="N",
-        help="of several runs, the first N games",
-    )
+    add(*GAMES_FLAGS, type=positive_int, metavar="N", help="of several runs, the first N games")
     args = parser.parse_args(argv)
     args.run_dirs = runs_of(args.run_dirs)
     if bool(args.run_dirs) == (args.weights is not None):
