@@ -171,7 +171,8 @@ def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
 
 
 def _metadata(path: PathLike, header: bytes) -> dict[str, str]:
-    """The header's ``__metadata__``: at most ``MAX_ENTRIES`` texts of ``MAX_TEXT`` characters."""
+    """The header's ``__metadata__``: at most ``MAX_ENTRIES`` texts of ``MAX_TEXT`` characters,
+    by today's names."""
     try:
         meta = json.loads(header, object_pairs_hook=unique).get("__metadata__")
     except (ValueError, RecursionError, AttributeError) as e:
@@ -186,13 +187,12 @@ def _metadata(path: PathLike, header: bytes) -> dict[str, str]:
                 f"{path}: metadata {_shown(key)}: expected a text of at most {MAX_TEXT}"
                 f" characters, got {_shown(value)}"
             )
-    return meta
+    return {OLD_NAMES.get(k, k): v for k, v in meta.items()}  # an older file's names too
 
 
 def header_update(path: PathLike, header: bytes) -> int:
     """The update a checkpoint's JSON header says it holds: read without its tensors."""
-    meta = {OLD_NAMES.get(k, k): v for k, v in _metadata(path, header).items()}
-    return _count(meta, "updates")
+    return _count(_metadata(path, header), "updates")
 
 
 def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: bool):
@@ -208,7 +208,6 @@ def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: 
     shapes, dtype = (POLICY_SHAPES, np.float32) if fmt == POLICY_FORMAT else (SHAPES, np.float64)
     _check_tensors(path, tensors, shapes, np.dtype(dtype))
     cache = {k: np.asfortranarray(tensors[f"cache_{k}"]) for k in POLICY_SHAPES if fmt == FORMAT}
-    meta = {OLD_NAMES.get(k, k): v for k, v in meta.items()}  # an older file's names too
     try:
         settings = {f.name: _value(f, meta[f.name]) for f in dataclasses.fields(Config)}
         return Checkpoint(
