@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -31,8 +32,9 @@ UPDATES, GAMES = "updates.csv", "games.csv"
 UPDATE_FIELDS = "update games steps seconds steps_per_s running_mean score_mean".split()
 UPDATE_FIELDS += ["score_min", "score_max"]
 FIELDS = {UPDATES: UPDATE_FIELDS, GAMES: ["game", "update", "score", "steps"]}  # in order
-# After the numbers, absent from older files: the games each node played ("10.0.0.1=6 ...")
-TEXT_FIELDS = {UPDATES: ["games_by_node"], GAMES: []}
+# After the numbers, absent from older files: the games each node played ("10.0.0.1=6 ..."),
+# and when the row was written (UTC, ISO 8601), so a run's wall clock and pauses read back
+TEXT_FIELDS = {UPDATES: ["games_by_node", "time"], GAMES: []}
 COUNTS = {"update", "games", "steps", "game"}  # the integer fields
 SCORES = {"running_mean", "score_mean", "score_min", "score_max", "score"}  # within MAX_SCORE
 # Runs written before the glossary: their file and column names, read as today's
@@ -41,6 +43,7 @@ OLD_COLUMNS = {"episodes": "games", "running_reward": "running_mean", "episode":
 OLD_COLUMNS |= {"reward": "score", **{f"reward_{s}": f"score_{s}" for s in ("mean", "min", "max")}}
 MAX_LINE = 4096  # bytes of a line; a row has about 100
 MILESTONES = (-20, -15, -10, -5, 0, 5, 10)
+PAUSE = 60.0  # seconds between two rows, beyond the update's own, that count as a pause
 
 
 class MetricsFileError(UsageError, ValueError):
@@ -82,6 +85,7 @@ class MetricsLog:
         values += (sum(scores) / len(scores), min(scores), max(scores))
         row = dict(zip(FIELDS[UPDATES], values, strict=True))
         row["games_by_node"] = " ".join(f"{node}={n}" for node, n in sorted(update.nodes.items()))
+        row["time"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         games = [
             {"game": i, "update": update.number, "score": score, "steps": n}
             for i, (score, n) in enumerate(zip(scores, update.lengths, strict=True), first)
@@ -192,9 +196,21 @@ def rows(path: Path, opener: Callable[[], BinaryIO] | None = None) -> Iterator[d
         for k, v in numbers.items():  # scores within the checkpoint's bounds, counts >= 0
             if not (-MAX_SCORE <= v <= MAX_SCORE if k in SCORES else v >= 0):
                 raise lines.error(f"not a metrics row ({k} {row[k][:20]!r}: no run writes it)")
+        if row.get("time") and written(row) is None:
+            raise lines.error(f"not a metrics row (time {row['time'][:40]!r}: no run writes it)")
         yield row
     if row is None:
         raise MetricsFileError(f"{lines.shown}: no rows yet; the run has not finished an update")
+
+
+def written(row: dict[str, str]) -> float | None:
+    """When ``row`` was written, in seconds since the epoch; None for a row without a time
+    (an older run's) or one no run writes."""
+    try:
+        when = datetime.fromisoformat(row.get("time") or "")
+    except ValueError:
+        return None
+    return when.timestamp() if when.tzinfo is not None else None
 
 
 def games_file(run_dir: Path) -> Path:
@@ -214,6 +230,7 @@ class Passed:
     update: int
     games: int
     hours: float  # the updates' own seconds up to and including that one
+    wall_hours: float | None = None  # of wall clock since the first update began (None: untimed)
 
 
 @dataclass(frozen=True)
@@ -225,6 +242,8 @@ class Summary:
     best: dict[str, str]  # the first row of the highest running mean
     seconds: float  # the updates' own, summed: no start-ups, no time spent stopped
     passed: dict[float, Passed]  # the first update above each mark it went above
+    wall: float | None = None  # seconds from the first update's start to the last row
+    pauses: tuple[float, ...] = ()  # each gap of over PAUSE s between rows, beyond the update's
 
     @property
     def steps_per_s(self) -> float:
@@ -232,35 +251,70 @@ class Summary:
         return int(self.last["steps"]) / self.seconds if self.seconds > 0 else math.nan
 
 
+class _Clock:
+    """The wall clock of a run's rows, read one at a time: None once a row has no time."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None
+        self.last: float | None = None
+        self.pauses: list[float] = []
+        self.timed = True
+
+    def add(self, row: dict[str, str]) -> float | None:
+        """Seconds from the first update's start to ``row``'s writing."""
+        when, seconds = written(row), float(row["seconds"])
+        if when is None or not self.timed:
+            self.timed = False
+            return None
+        if self.last is None:
+            self.start = when - seconds
+        elif when - self.last - seconds > PAUSE:
+            self.pauses.append(when - self.last - seconds)
+        self.last = when
+        return when - self.start
+
+
 def summary(run_dir: str | os.PathLike, marks: Iterable[float] = MILESTONES) -> Summary:
-    count, seconds, best, passed = 0, 0.0, None, {}
+    count, seconds, best, passed, clock, wall = 0, 0.0, None, {}, _Clock(), None
     for row in rows(Path(run_dir) / UPDATES):
         count += 1
         seconds += float(row["seconds"])
+        wall = clock.add(row)
         running = float(row["running_mean"])
         if best is None or running > float(best["running_mean"]):
             best = row
         for mark in marks:
             if running > mark and mark not in passed:
-                passed[mark] = Passed(int(row["update"]), int(row["games"]), seconds / 3600)
-    return Summary(count, row, best, seconds, passed)
+                hours = None if wall is None else wall / 3600
+                passed[mark] = Passed(int(row["update"]), int(row["games"]), seconds / 3600, hours)
+    return Summary(count, row, best, seconds, passed, wall, tuple(clock.pauses))
 
 
 def summarize(run_dir: str | os.PathLike) -> list[str]:
     """The lines ``python -m pong metrics`` prints for the run in ``run_dir``."""
     s = summary(run_dir)
-    return [
+    lines = [
         f"{s.updates} updates, {s.last['games']} games, {int(s.last['steps']):,} steps,"
         f" {s.seconds / 3600:.2f} h of training ({s.steps_per_s:.0f} steps/s)",
+    ]
+    if s.wall is not None:
+        n = len(s.pauses)
+        lines.append(
+            f"{s.wall / 3600:.2f} h of wall clock from the first update's start to the last,"
+            f" {n} pause{'s' * (n != 1)} of over {PAUSE:.0f} s ({sum(s.pauses) / 3600:.2f} h)"
+        )
+    lines.append(
         f"running mean {float(s.last['running_mean']):.2f} at the end, best"
         f" {float(s.best['running_mean']):.2f}"
-        f" (update {s.best['update']}, game {s.best['games']})",
-        *(
+        f" (update {s.best['update']}, game {s.best['games']})"
+    )
+    for milestone, mark in s.passed.items():  # in the order of MILESTONES
+        wall = "" if mark.wall_hours is None else f" ({mark.wall_hours:.2f} h of wall clock)"
+        lines.append(
             f"running mean above {milestone:+d} from update {mark.update},"
-            f" game {mark.games}, after {mark.hours:.2f} h"
-            for milestone, mark in s.passed.items()  # in the order of MILESTONES
-        ),
-    ]
+            f" game {mark.games}, after {mark.hours:.2f} h{wall}"
+        )
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

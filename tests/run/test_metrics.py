@@ -4,6 +4,7 @@ import csv
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -136,7 +137,7 @@ def test_each_update_says_how_many_games_each_node_played_also_in_an_older_run(t
     log.close()
     header = (tmp_path / "old" / UPDATES).read_text().splitlines()[0]
     (tmp_path / "old" / UPDATES).write_text(
-        (tmp_path / "old" / UPDATES).read_text().replace(",games_by_node", "")
+        (tmp_path / "old" / UPDATES).read_text().replace(",games_by_node,time", "")
     )
     log = MetricsLog(tmp_path / "old", after=1)
     update.number = 2
@@ -145,7 +146,7 @@ def test_each_update_says_how_many_games_each_node_played_also_in_an_older_run(t
     rows = read_rows(tmp_path / "old" / UPDATES)
     assert [r["update"] for r in rows] == ["1", "2"] and "games_by_node" not in rows[1]
     assert None not in rows[1]  # no value without a column
-    assert header.endswith(",games_by_node")
+    assert header.endswith(",games_by_node,time")
 
 
 def test_resuming_drops_rows_of_updates_after_the_checkpoint(tmp_path) -> None:
@@ -181,6 +182,43 @@ def test_summary_counts_time_and_milestones_from_the_rows(tmp_path, capsys) -> N
         "running mean above -10 from update 3, game 6, after 2.00 h",
         "running mean above -5 from update 3, game 6, after 2.00 h",
     ]
+
+
+def test_each_row_says_when_it_was_written_and_the_summary_reads_the_wall_clock_back(
+    tmp_path, capsys
+) -> None:
+    update = SimpleNamespace(
+        number=1, played=2, seconds=1.0, steps_per_second=900.0, scores=[-21.0] * 2,
+        lengths=[450] * 2, nodes={"10.0.0.1": 2},
+    )  # fmt: skip
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    (tmp_path / "new").mkdir()
+    (tmp_path / "timed").mkdir()
+    log = MetricsLog(tmp_path / "new")
+    log.record(update, SimpleNamespace(games=2, steps=900, running_mean=-21.0))
+    log.close()
+    written = datetime.fromisoformat(_read(tmp_path / "new" / UPDATES)[0]["time"])
+    assert before <= written <= datetime.now(timezone.utc)
+    # Update 2 ends 10 s after update 1's row (not a pause); the run then stops for 2 hours.
+    start = datetime(2026, 11, 28, 3, 0, tzinfo=timezone.utc).timestamp()
+    ends = [start + 1800, start + 1800 + 10 + 3600, start + 1800 + 10 + 3600 + 7200 + 1800]
+    log = MetricsLog(tmp_path / "timed")
+    for n, (running, seconds) in enumerate(((-20.5, 1800.0), (-12.0, 3600.0), (-4.0, 1800.0))):
+        when = datetime.fromtimestamp(ends[n], timezone.utc).isoformat()
+        log.write(_row(n + 1) | {"running_mean": running, "seconds": seconds, "time": when}, [])
+    log.close()
+    assert main([str(tmp_path / "timed")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    wall = (ends[2] - start) / 3600  # 4.00 h: training 2.00, the pause 2.00, the gap 10 s
+    assert lines[1] == (
+        f"{wall:.2f} h of wall clock from the first update's start to the last,"
+        f" 1 pause of over 60 s ({7200 / 3600:.2f} h)"
+    )
+    assert lines[3] == (
+        f"running mean above -20 from update 2, game 4, after 1.50 h"
+        f" ({(ends[1] - start) / 3600:.2f} h of wall clock)"
+    )
+    assert lines[-1].endswith(f"after 2.00 h ({wall:.2f} h of wall clock)")
 
 
 def test_summary_of_a_directory_without_metrics_is_one_line(tmp_path, capsys) -> None:
@@ -239,6 +277,14 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
         (
             lambda text: text + '3,"' + "x\n" * 70_000,
             "line 65540: not a metrics row (field larger than field limit (131072))",
+        ),
+        (
+            lambda text: text + "3,6,2700,1,1,1,1,1,1,,2026-11-28T03:26:17\n",  # no time zone
+            "line 4: not a metrics row (time '2026-11-28T03:26:17': no run writes it)",
+        ),
+        (
+            lambda text: text + "3,6,2700,1,1,1,1,1,1,,yesterday\n",
+            "line 4: not a metrics row (time 'yesterday': no run writes it)",
         ),
         (
             lambda text: text + "3,6,2700\r1,1,1,1,1,1\n",
