@@ -319,10 +319,18 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser("python -m pong metrics", description="Summarize a run's metrics.")
-    parser.add_argument("run_dir", type=Path, help="a run directory (holds updates.csv)")
+    parser.add_argument("run_dir", type=Path, help="a run directory (holds updates.csv), or a"
+                        " sweep's trial")  # fmt: skip
     args = parser.parse_args(argv)
+    from pong.run.sweep import runs_of  # a sweep's trial stands for its latest run
+
     try:
-        print("\n".join(summarize(args.run_dir)))
+        if not (found := runs_of([args.run_dir])):
+            raise ValueError(f"{printable(args.run_dir)}: no trial has finished an update yet")
+        if len(found) > 1:
+            raise ValueError(f"{printable(args.run_dir)}: a sweep of {len(found)} trial runs;"
+                             " give one trial's directory")  # fmt: skip
+        print("\n".join(summarize(found[0])))
     except ValueError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 2

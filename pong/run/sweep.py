@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from pong.run import errors
@@ -31,7 +32,7 @@ from pong.run.metrics import UPDATES, MetricsFileError, rows
 from pong.run.stops import STOPS, Stops
 from pong.run.storage import Storage, StorageError
 
-__all__ = ["main", "trial_name"]
+__all__ = ["main", "runs_of", "trial_name"]
 
 PROG = "python -m pong sweep"
 DEFINITION = "sweep.json"  # what the sweep is and how its trials ended: plain, checked JSON
@@ -598,3 +599,21 @@ def download(source: str | Path, dest: Path) -> int:
     print(f"Copied {len(found)} of {len(names)} trial runs into {printable(dest)};"
           f" continue one with: {command('--resume', dest)}/NAME")  # fmt: skip
     return 0
+
+
+def runs_of(paths: Sequence[Path]) -> list[Path]:
+    """The run directories ``paths`` name: a sweep's directory stands for each trial's latest
+    run, a trial's directory for its own; the sweep's other files (``DIR/*``) are left out."""
+    found: list[Path] = []
+    for path in paths:
+        if (path / DEFINITION).is_file():
+            storage = Storage(path)
+            found += [
+                path / rel for rel in filter(None, map(storage.latest, storage.directories()))
+            ]
+        elif (path.parent / DEFINITION).is_file():
+            if latest := Storage(path.parent).latest(path.name):
+                found.append(path.parent / latest)
+        else:
+            found.append(path)
+    return found

@@ -16,6 +16,7 @@ from pathlib import Path
 from pong.run.config import path as nonempty_path
 from pong.run.errors import OneLineParser, printable
 from pong.run.metrics import Passed, summary
+from pong.run.sweep import runs_of
 
 __all__ = ["MARKS", "Figures", "check_distinct", "figures", "table"]
 
@@ -90,27 +91,6 @@ def _mark_spread(marks: Sequence[Passed | None]) -> tuple[str, str]:
     if None in marks:  # the most is "never"
         return median, f"{_passed(Passed(*map(min, columns)))} to {NOT_PASSED}"
     return median, " / ".join(map(_range, columns, SHOWN.values()))
-
-
-def runs_of(paths: Sequence[Path]) -> list[Path]:
-    """The run directories ``paths`` name: a sweep's directory stands for each trial's latest
-    run, a trial's directory for its own; the sweep's other files (``DIR/*``) are left out."""
-    from pong.run.storage import Storage
-    from pong.run.sweep import DEFINITION
-
-    found: list[Path] = []
-    for path in paths:
-        if (path / DEFINITION).is_file():
-            storage = Storage(path)
-            found += [
-                path / rel for rel in filter(None, map(storage.latest, storage.directories()))
-            ]
-        elif (path.parent / DEFINITION).is_file():
-            if latest := Storage(path.parent).latest(path.name):
-                found.append(path.parent / latest)
-        else:
-            found.append(path)
-    return found
 
 
 def check_distinct(run_dirs: Sequence[Path]) -> None:

@@ -23,7 +23,8 @@ from pong.run.config import path as nonempty_path
 from pong.run.errors import OneLineParser, printable
 from pong.run.files import Directory, atomic_write
 from pong.run.metrics import UPDATES, games_file, rows
-from pong.tools.compare import check_distinct, runs_of
+from pong.run.sweep import runs_of
+from pong.tools.compare import check_distinct
 from pong.tools.weights import save_png
 
 __all__ = ["POINTS", "Buckets", "curve", "plot_run", "plot_runs", "plot_weights"]

@@ -221,6 +221,34 @@ def test_each_row_says_when_it_was_written_and_the_summary_reads_the_wall_clock_
     assert lines[-1].endswith(f"after 2.00 h ({wall:.2f} h of wall clock)")
 
 
+def test_a_sweep_s_trial_is_summarized_as_its_latest_run_and_a_whole_sweep_is_refused(
+    tmp_path, capsys
+) -> None:
+    from tests.run.test_storage import trial_checkpoint
+
+    (tmp_path / "sweep.json").write_text("{}")
+    (tmp_path / "b-seed2").mkdir()  # a trial that never reported
+    assert main([str(tmp_path / "b-seed2")]) == 2
+    assert "b-seed2: no trial has finished an update yet\n" in capsys.readouterr().err
+    old, latest = (
+        trial_checkpoint(tmp_path, "a-seed1", 3, 1),
+        trial_checkpoint(tmp_path, "a-seed1", 0, 2),
+    )
+    for run, updates in ((old, 1), (latest, 2)):
+        log = MetricsLog(run)
+        for update in range(1, updates + 1):
+            log.write(_row(update), _games(update))
+        log.close()
+    assert main([str(tmp_path / "a-seed1")]) == 0
+    assert capsys.readouterr().out == "\n".join(summarize(latest)) + "\n"
+    trial_checkpoint(tmp_path, "b-seed2", 0, 1)
+    assert main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"python -m pong metrics: error: {tmp_path}: a sweep of 2 trial runs;"
+        " give one trial's directory\n"
+    )
+
+
 def test_summary_of_a_directory_without_metrics_is_one_line(tmp_path, capsys) -> None:
     assert main([str(tmp_path)]) == 2
     assert capsys.readouterr().err == (

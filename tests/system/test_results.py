@@ -19,7 +19,11 @@ from tests.helpers import ROOT
 RUN = ROOT / "results" / "pong-v5"
 RUNS = sorted((ROOT / "results").glob("pong-v5*"))
 STUDY = sorted((ROOT / "results" / "lr-study").iterdir())  # a sweep's trials, batch 10 too
+FAST = ROOT / "results" / "fast-agent"  # the fast recipe (learning rate 1e-3), trained on
+FAST_SWEEP = sorted(p for p in (ROOT / "results" / "fast-sweep").iterdir() if p.is_dir())
+TIMED = [FAST, *FAST_SWEEP]  # runs whose updates.csv has its time column
 RESULTS_MD = (ROOT / "RESULTS.md").read_text()
+README = (ROOT / "README.md").read_text()
 
 
 def _rows(path) -> list[dict[str, str]]:
@@ -27,7 +31,7 @@ def _rows(path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-@pytest.mark.parametrize("run", RUNS + STUDY, ids=[run.name for run in RUNS + STUDY])
+@pytest.mark.parametrize("run", RUNS + STUDY + TIMED, ids=[r.name for r in RUNS + STUDY + TIMED])
 def test_each_runs_updates_agree_with_its_games(run) -> None:
     updates, games = _rows(run / "updates.csv"), _rows(run / "games.csv")
     assert [int(row["update"]) for row in updates] == list(range(1, len(updates) + 1))
@@ -58,7 +62,7 @@ def _quoted_commands(module: str) -> list[list[str]]:
 def test_results_md_quotes_the_tables_the_committed_metrics_give(capsys, monkeypatch) -> None:
     commands = _quoted_commands("pong compare")
     quoted = sorted(ROOT / arg for args in commands for arg in args)
-    assert quoted == sorted(RUNS + STUDY)  # every run in results/, once, no other
+    assert quoted == sorted(RUNS + STUDY + TIMED)  # every run in results/, once, no other
     monkeypatch.chdir(ROOT)  # the commands as pasted in the repository
     for args in commands:
         assert compare.main(args) == 0
@@ -77,7 +81,7 @@ def test_results_md_quotes_the_study_s_running_means_after_each_500_games() -> N
         assert f"| {rate} | seeds 1, 2 | {' | '.join(cells)} |" in RESULTS_MD
 
 
-@pytest.mark.parametrize("run", RUNS, ids=[run.name for run in RUNS])
+@pytest.mark.parametrize("run", RUNS + TIMED, ids=[run.name for run in RUNS + TIMED])
 def test_results_md_quotes_each_runs_summary(run) -> None:
     assert "\n".join(metrics.summarize(run)) + "\n" in RESULTS_MD
 
@@ -143,3 +147,64 @@ def test_results_md_quotes_the_next_agent_s_20_test_games() -> None:
     mean, won = sum(scores) / 20, sum(m[3] == "won" for m in matches)
     spread = (sum((x - mean) ** 2 for x in scores) / 20) ** 0.5
     assert f"it won {won}, mean score {mean:+.2f} (standard deviation {spread:.2f})" in RESULTS_MD
+
+
+@pytest.mark.parametrize("run", TIMED, ids=[run.name for run in TIMED])
+def test_the_timed_runs_rows_say_when_they_were_written_in_order(run) -> None:
+    times = [metrics.written(row) for row in _rows(run / "updates.csv")]
+    assert None not in times and times == sorted(times)
+
+
+def test_the_readme_s_fast_recipe_figures_are_the_fast_agent_s_first_run() -> None:
+    passed = metrics.summary(FAST, [0]).passed[0]
+    assert (
+        f"passed a\nrunning mean of 0 after {passed.update} updates ({passed.games:,} games)"
+        f" and **{passed.wall_hours * 60:.1f} minutes** of\nwall clock"
+    ) in README
+
+
+def test_the_fast_agent_s_policy_is_its_run_s_last_update() -> None:
+    policy = load(FAST / "policy.safetensors", policy=True)
+    assert policy.config == Config(seed=1, learning_rate=1e-3)  # 2016's settings but the rate
+    updates = _rows(FAST / "updates.csv")
+    assert [int(r["update"]) for r in updates] == list(range(1, policy.updates + 1))
+    assert int(updates[-1]["games"]) == policy.games == len(_rows(FAST / "games.csv"))
+    assert float(updates[-1]["running_mean"]) == pytest.approx(policy.running_mean)
+
+
+def _evaluation(run) -> tuple[str, list[re.Match], str]:
+    first, *games, last = (run / "evaluation.txt").read_text().splitlines()
+    return first, [GAME.fullmatch(line) for line in games], last
+
+
+def test_the_fast_agent_played_100_fixed_game_seeds_as_quoted() -> None:
+    first, matches, last = _evaluation(FAST)
+    updates = len(_rows(FAST / "updates.csv"))
+    assert first == (
+        "Playing 100 games of ALE/Pong-v5 with the policy of"
+        f" results/fast-agent/policy.safetensors (update {updates}), seed 0"
+    )
+    assert all(matches) and [(int(m[1]), int(m[2])) for m in matches] == [
+        (i + 1, i) for i in range(100)
+    ]
+    scores = [int(m[4]) - int(m[5]) for m in matches]
+    mean, won = sum(scores) / 100, sum(m[3] == "won" for m in matches)
+    spread = (sum((x - mean) ** 2 for x in scores) / 100) ** 0.5
+    assert (
+        last
+        == f"Mean score {mean:+.2f} (standard deviation {spread:.2f}) over 100 games; won {won}"
+    )
+    quoted = f"mean score {mean:+.2f} (standard deviation {spread:.2f}), won {won} of 100"
+    assert quoted in RESULTS_MD and quoted in README
+
+
+@pytest.mark.ale
+def test_the_fast_agent_plays_its_quoted_games_again() -> None:
+    _, matches, _ = _evaluation(FAST)
+    model = Model.from_weights(load(FAST / "policy.safetensors", policy=True).weights)
+    for seed in (0, 1):  # a game is about 2 s: two of the hundred, by their seeds
+        [(won, lost, steps)] = play_games(model, "ALE/Pong-v5", 1, seed=seed)
+        outcome = "won" if won > lost else "lost"
+        assert matches[seed][0] == (
+            f"Game {seed + 1} (seed {seed}): {outcome} {won}-{lost} in {steps} steps"
+        )

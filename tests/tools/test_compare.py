@@ -115,7 +115,7 @@ def test_a_run_whose_name_is_not_utf8_is_named_printably(tmp_path) -> None:
 def test_a_sweep_stands_for_its_trials_latest_runs_and_its_own_files_are_no_run(
     tmp_path,
 ) -> None:
-    from pong.tools.compare import runs_of
+    from pong.run.sweep import runs_of
     from tests.run.test_storage import trial_checkpoint
 
     sweep = tmp_path / "sweep"
