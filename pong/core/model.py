@@ -104,7 +104,7 @@ def block_inputs(game: SparseGame, start: int, stop: int, row_of: np.ndarray) ->
 class Model:
     """Policy network ``x -> h = max(0, W1 @ x) -> aprob = sigmoid(W2 @ h)``. ``W1`` and ``W2``
     are standard normal draws from ``seed`` divided by ``sqrt(D)`` and ``sqrt(H)`` (LeCun's
-    1/sqrt(fan_in)). ``W1`` is column-major: the few columns an input touches are contiguous.
+    1/sqrt(fan_in)). ``W1`` is column-major: each column an input touches is one contiguous run.
     """
 
     def __init__(self, seed: int | np.random.SeedSequence | None = None) -> None:

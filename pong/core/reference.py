@@ -31,7 +31,7 @@ class DenseGame(NamedTuple):
 def play_game_dense(
     model: Model, env: gym.Env, rng: np.random.Generator, seed: int | None = None
 ) -> DenseGame:
-    """``play_game``'s game (same arguments), played and stored as 2016 did."""
+    """``play_game``'s game (its arguments but ``stop``), played and stored as 2016 did."""
     observation, _ = env.reset(seed=seed)
     prev_x = None  # the policy sees the difference of consecutive frames
     xs, hs, dlogps, drs = [], [], [], []

@@ -45,7 +45,8 @@ def advantages(r: np.ndarray, gamma: float = gamma) -> tuple[np.ndarray, str | N
     adv = returns - np.mean(returns)
     std = np.std(adv)
     if not std > 0 or not np.isfinite(std):
-        why = f"returns constant over the {adv.size}-step game (std {std:g})"
+        what = "constant" if std == 0 else "not finite"
+        why = f"returns {what} over the {adv.size}-step game (std {std:g})"
         return np.zeros_like(adv), f"{why}: zero gradient instead of NaN"
     adv /= std
     return adv, None

@@ -22,9 +22,9 @@ def play_game(
 ) -> SparseGame | None:
     """Play one game with ``model``: ``rng`` draws one ``rng.random()`` a step for the action,
     ``seed`` goes to the env's reset (``None``: the env's own stream). ``stop()``, if given, is
-    asked every ``STOP_EVERY`` steps whether the game is no longer wanted; if so, the game is
-    given up and ``None`` returned (the dealer may start one game on two workers and keep the
-    first to finish: ``pong.core.schedule``)."""
+    asked before the first step and every ``STOP_EVERY`` steps whether the game is no longer
+    wanted; if so, the game is given up and ``None`` returned (the dealer may start one game on
+    two workers and keep the first to finish: ``pong.core.schedule``)."""
     if stop is not None and stop():
         return None
     frames = frames_of(env)

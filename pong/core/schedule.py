@@ -1,6 +1,6 @@
 """``Dealer``, the last chapter, which a first reading can skip: an update's games dealt to the
 workers as they come and go, and backups of slow games. A game's seed (``game_seed``) makes it
-the same game on any worker. The words are docs/algorithm.md's "The dealer's words".
+the same game on any worker. Its words are in docs/algorithm.md, under "Words".
 
 A worker's state is kept in these fields alone; it changes when the dealer deals it a game
 and when Ray replies or reports an error (a worker Ray is restarting is asked again after a
@@ -82,7 +82,7 @@ class Dealer:
         self.calls: dict[ray.ObjectRef, Call] = {}
         self.copies = itertools.count()  # each copy dealt gets the next number
         self.up: dict[int, str] = {}  # worker -> its node's id
-        self.free, self.gone = set(), set()  # worker numbers, as in the table
+        self.free, self.gone = set(), set()  # worker numbers, as in the list above
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
         self.number, self.model_ref = 0, None  # the number of the update dealt, its model
@@ -262,7 +262,7 @@ class Dealer:
 
     def _lost(self, call: Call, error: ray.exceptions.RayActorError) -> None:
         """Worker ``call.worker`` was lost instead of replying; its game is dealt again if
-        needed (the module's list). A worker that was up, or whose copy failed, is asked again
+        needed (the list above). A worker that was up, or whose copy failed, is asked again
         where it is; one Ray calls unavailable (restarting), after a pause; one Ray says died
         for good is gone."""
         i, index = call.worker, call.index

@@ -33,7 +33,8 @@ def worker_count(batch_size: int) -> int:
 
 
 class NonFiniteError(ArithmeticError):
-    """An update would make the weights NaN or infinite; it was not applied."""
+    """An update was not applied: no game of it gave a finite gradient, or it would make the
+    weights NaN or infinite."""
 
 
 @dataclass
@@ -129,7 +130,8 @@ class Trainer:
         return update
 
     def rmsprop(self, update: Update) -> None:
-        """RMSProp with ``update``'s gradient sum, then the update counted in the state. Where
+        """RMSProp with the gradient sum ``play`` left in ``grad_buffer``; then ``update``'s
+        time, the workers' news and its counters go into the state. Where
         no game gave a finite gradient, or the weights would stop being finite, it raises
         ``NonFiniteError`` and changes nothing."""
         lr = self.learning_rate

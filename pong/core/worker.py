@@ -18,7 +18,7 @@ __all__ = ["MAX_RESTARTS", "WORKER_MEMORY", "Result", "RolloutWorker", "game_ran
 __all__ += ["game_seed"]
 
 # Ray restarts a worker whose process dies up to this many times. Ray does not retry the game
-# it was playing; the dealer (pong.core.schedule) gives that game to another worker.
+# it was playing; the dealer (pong.core.schedule) deals that game again, to the next free worker.
 MAX_RESTARTS = 3
 # Just above the 66-68 MiB a worker playing Pong holds (benchmarks/README.md, "Memory of a
 # worker"): Ray places no more workers on a node than its memory holds.
