@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import re
 import shlex
+from datetime import datetime
 
 import pytest
 
@@ -172,6 +173,39 @@ def test_the_fast_agent_s_policy_is_its_run_s_last_update() -> None:
     assert float(updates[-1]["running_mean"]) == pytest.approx(policy.running_mean)
 
 
+def test_the_readme_and_results_md_quote_the_fast_agent_s_training() -> None:
+    run, updates = metrics.summary(FAST), _rows(FAST / "updates.csv")
+    final = float(run.last["running_mean"])
+    assert (
+        f"{run.updates} updates at learning rate 1e-3 ({run.seconds / 3600:.1f} hours of"
+        f" training on 2 cores), running mean {final:+.2f} at the end"
+    ) in README.replace("\n", " ")
+    said = re.search(r"Its running mean was (.*?) \(best", RESULTS_MD.replace("\n", " "))[1]
+    pairs = re.findall(r"([+-]\d+\.\d\d) after (?:update )?(\d+)", said)
+    assert [int(u) for _, u in pairs] == sorted({*range(100, len(updates), 100), len(updates)})
+    assert [m for m, _ in pairs] == [f"{float(updates[int(u) - 1]['running_mean']):+.2f}"
+                                     for _, u in pairs]  # fmt: skip
+
+
+def test_the_fast_agent_s_run_repeats_the_first_run_of_its_seed() -> None:
+    first, again = _rows(FAST / "first-run-updates.csv"), _rows(FAST / "updates.csv")
+    timings = {"seconds", "steps_per_s", "time"}  # a run's own clock; the rest must repeat
+    assert len(first) == 743 <= len(again)
+    assert all(
+        {k: v for k, v in a.items() if k not in timings}
+        == {k: v for k, v in b.items() if k not in timings}
+        for a, b in zip(first, again, strict=False)
+    )
+    at = next(row for row in first if float(row["running_mean"]) > 0)
+    clock = [datetime.fromisoformat(row["time"]).timestamp() for row in (first[0], at)]
+    minutes = (clock[1] - clock[0] + float(first[0]["seconds"])) / 60  # from update 1's start
+    assert (
+        f"seed, run with `--until-mean 0` and then resumed twice, passed 0 at the same update in"
+        f" {minutes:.1f} minutes"
+    ) in RESULTS_MD.replace("\n", " ")
+    assert at["update"] == str(metrics.summary(FAST, [0]).passed[0].update)
+
+
 def _evaluation(run, name="evaluation.txt") -> tuple[str, list[re.Match], str]:
     first, *games, last = (run / name).read_text().splitlines()
     return first, [GAME.fullmatch(line) for line in games], last
@@ -198,6 +232,17 @@ def test_the_agents_played_100_fixed_game_seeds_as_quoted(run, name) -> None:
     quoted = f"mean score {mean:+.2f} (standard deviation {spread:.2f}), won {won} of 100"
     assert quoted in RESULTS_MD.replace("\n", " ")
     assert run != FAST or quoted in README.replace("\n", " ")
+
+
+def test_the_fast_agent_s_gif_is_a_won_game_of_its_evaluation() -> None:
+    _, matches, _ = _evaluation(FAST)
+    readme = re.search(r"game of seed (\d+)\]\(results/fast-agent/game.gif\) it won (\d+)-(\d+)",
+                       README.replace("\n", " "))  # fmt: skip
+    results = re.search(r"game.gif\) is its game of seed (\d+), won (\d+)-(\d+)",
+                        RESULTS_MD.replace("\n", " "))  # fmt: skip
+    assert readme.groups() == results.groups() and (FAST / "game.gif").stat().st_size > 0
+    seed, won, lost = map(int, readme.groups())
+    assert matches[seed][0].startswith(f"Game {seed + 1} (seed {seed}): won {won}-{lost} in")
 
 
 @pytest.mark.ale
