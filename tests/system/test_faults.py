@@ -74,7 +74,9 @@ def test_a_worker_that_keeps_dying_stops_the_run_with_one_line(tmp_path) -> None
             if pids:
                 os.kill(pids[0], signal.SIGKILL)
                 kills += 1
-                time.sleep(1.0)  # let Ray notice and start the next one
+                gone = time.monotonic() + 30  # until Ray has reaped it: each kill a new worker
+                while pids[0] in worker_pids(proc) and time.monotonic() < gone:
+                    time.sleep(0.1)
             else:
                 time.sleep(0.1)
         _, err = proc.communicate(timeout=60)
