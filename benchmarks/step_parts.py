@@ -40,17 +40,17 @@ def game(model: Model, frames, rng: np.random.Generator, seed: int, spent: dict)
     clock = time.perf_counter_ns
     frames.reset(seed=seed)
     ale, atari = frames.ale, frames.atari
-    idx, arrived = np.empty(0, np.intp), np.empty(0, bool)
+    changed, arrived = np.empty(0, np.intp), np.empty(0, bool)
     offsets, indices, values, active = array("q", [0]), array("H"), array("b"), array("B")
     dlogps, rewards, steps, done = array("d"), array("d"), 0, False
     while not done:
         t0 = clock()
-        val = np.where(arrived, 1.0, -1.0)
-        aprob, h = model.policy_forward_sparse(idx, val)
+        delta = np.where(arrived, 1.0, -1.0)
+        aprob, h = model.policy_forward_sparse(changed, delta)
         action = UP if rng.random() < aprob else DOWN
         t1 = clock()
-        indices.frombytes(idx.astype(np.uint16).tobytes())
-        values.frombytes(val.astype(np.int8).tobytes())
+        indices.frombytes(changed.astype(np.uint16).tobytes())
+        values.frombytes(delta.astype(np.int8).tobytes())
         offsets.append(len(indices))
         active.frombytes(np.packbits(h > 0).tobytes())
         dlogps.append((1.0 if action == UP else 0.0) - aprob)
@@ -65,7 +65,7 @@ def game(model: Model, frames, rng: np.random.Generator, seed: int, spent: dict)
         now = frames._look_up(field, candidates)
         moved = now != frames.table.take(frames.field[candidates])
         frames.field = field
-        idx, arrived = candidates[moved], now[moved].view(bool)
+        changed, arrived = candidates[moved], now[moved].view(bool)
         rewards.append(reward)
         t4 = clock()
         for part, ns in zip(PARTS, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
@@ -87,9 +87,11 @@ def main() -> None:
     rows = [[p, f"{spent[p] / steps / 1e3:.1f}", f"{spent[p] / total:.2f}"] for p in PARTS]
     ours = total - spent["emulator"]
     rows.append(["ours (all but the emulator)", f"{ours / steps / 1e3:.1f}", f"{ours / total:.2f}"])
-    idx = np.sort(rng.choice(6400, 30, replace=False))  # a typical step: ~30 pixels changed
-    val = np.where(rng.random(30) < 0.5, 1.0, -1.0)
-    alone = min(timeit.repeat(lambda: model.policy_forward_sparse(idx, val), number=2000)) / 2000
+    changed = np.sort(rng.choice(6400, 30, replace=False))  # a typical step: ~30 pixels changed
+    delta = np.where(rng.random(30) < 0.5, 1.0, -1.0)
+    alone = (
+        min(timeit.repeat(lambda: model.policy_forward_sparse(changed, delta), number=2000)) / 2000
+    )
     print(machine())
     print(f"ALE/Pong-v5, {args.games} games, {steps} steps, one process, one BLAS thread\n")
     print(table(["part of a step", "us a step", "share"], rows))

@@ -121,10 +121,12 @@ class Model:
         model.weights = {"W1": np.asfortranarray(weights["W1"]), "W2": np.asarray(weights["W2"])}
         return model
 
-    def policy_forward_sparse(self, idx: np.ndarray, val: np.ndarray) -> tuple[float, np.ndarray]:
-        """2016's ``policy_forward`` for the input with values ``val`` at the distinct
-        indices ``idx``: ``(aprob, h)``."""
-        h = self.weights["W1"][:, idx] @ val  # (H,): only the K columns that matter
+    def policy_forward_sparse(
+        self, changed: np.ndarray, delta: np.ndarray
+    ) -> tuple[float, np.ndarray]:
+        """2016's ``policy_forward`` for the input ``x`` that is ``delta`` (+-1) at the distinct
+        pixels ``changed`` and 0 elsewhere: ``(aprob, h)``."""
+        h = self.weights["W1"][:, changed] @ delta  # (H,): only the K columns that matter
         np.maximum(h, 0, out=h)  # ReLU (h[h < 0] = 0 would keep a -0.0)
         return sigmoid(float(self.weights["W2"] @ h)), h
 

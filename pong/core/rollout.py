@@ -29,22 +29,22 @@ def play_game(
         return None
     frames = frames_of(env)
     frames.reset(seed=seed)
-    idx, arrived = np.empty(0, np.intp), np.empty(0, bool)  # the first step has no difference
+    changed, arrived = np.empty(0, np.intp), np.empty(0, bool)  # the first step has no difference
     # Typed buffers that grow: no Python object per step.
     offsets, indices, values, active = array("q", [0]), array("H"), array("b"), array("B")
     dlogps, drs = array("d"), array("d")
     done = False
     while not done:
-        val = np.where(arrived, 1.0, -1.0)  # +1: an object arrived, -1: it left
-        aprob, h = model.policy_forward_sparse(idx, val)
+        delta = np.where(arrived, 1.0, -1.0)  # +1: an object arrived, -1: it left
+        aprob, h = model.policy_forward_sparse(changed, delta)
         action = UP if rng.random() < aprob else DOWN
-        indices.frombytes(idx.astype(np.uint16).tobytes())
-        values.frombytes(val.astype(np.int8).tobytes())
+        indices.frombytes(changed.astype(np.uint16).tobytes())
+        values.frombytes(delta.astype(np.int8).tobytes())
         offsets.append(len(indices))
         active.frombytes(np.packbits(h > 0).tobytes())
         y = 1.0 if action == UP else 0.0  # the "fake label": pretend the action was right
         dlogps.append(y - aprob)
-        idx, arrived, reward, done = frames.step(action)
+        changed, arrived, reward, done = frames.step(action)
         drs.append(reward)
         if stop is not None and len(drs) % STOP_EVERY == 0 and stop():
             return None
