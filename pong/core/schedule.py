@@ -61,12 +61,12 @@ class Call(NamedTuple):
 def _started(describes: list[ray.ObjectRef], expect: int) -> list[ray.ObjectRef]:
     """The describes replied to once ``expect`` have replied (or ``START_WAIT_S`` passed),
     and any others replied to by then."""
-    done, rest = [], describes
+    replied, rest = [], describes
     if expect > 0:
-        done, rest = ray.wait(rest, num_returns=min(expect, len(rest)), timeout=START_WAIT_S)
+        replied, rest = ray.wait(rest, num_returns=min(expect, len(rest)), timeout=START_WAIT_S)
     if rest:
-        done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
-    return done
+        replied += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+    return replied
 
 
 class Dealer:
