@@ -22,7 +22,8 @@ RUNS = sorted((ROOT / "results").glob("pong-v5*"))
 STUDY = sorted((ROOT / "results" / "lr-study").iterdir())  # a sweep's trials, batch 10 too
 FAST = ROOT / "results" / "fast-agent"  # the fast recipe (learning rate 1e-3), trained on
 FAST_SWEEP = sorted(p for p in (ROOT / "results" / "fast-sweep").iterdir() if p.is_dir())
-TIMED = [FAST, *FAST_SWEEP]  # runs whose updates.csv has its time column
+DROP = [ROOT / "results" / "lr-drop" / rate for rate in ("1e-4", "1e-3")]  # from FAST's end
+TIMED = [FAST, *FAST_SWEEP, *DROP]  # runs whose updates.csv has its time column
 RESULTS_MD = (ROOT / "RESULTS.md").read_text()
 README = (ROOT / "README.md").read_text()
 
@@ -164,12 +165,13 @@ def test_the_readme_s_fast_recipe_figures_are_the_fast_agent_s_first_run() -> No
     ) in README.replace("\n", " ")
 
 
-def test_the_fast_agent_s_policy_is_its_run_s_last_update() -> None:
-    policy = load(FAST / "policy.safetensors", policy=True)
-    assert policy.config == Config(seed=1, learning_rate=1e-3)  # 2016's settings but the rate
-    updates = _rows(FAST / "updates.csv")
+@pytest.mark.parametrize(("run", "rate"), [(FAST, 1e-3), (DROP[0], 1e-4), (DROP[1], 1e-3)])
+def test_the_fast_agent_s_policies_are_their_runs_last_updates(run, rate) -> None:
+    policy = load(run / "policy.safetensors", policy=True)
+    assert policy.config == Config(seed=1, learning_rate=rate)  # 2016's settings but the rate
+    updates = _rows(run / "updates.csv")
     assert [int(r["update"]) for r in updates] == list(range(1, policy.updates + 1))
-    assert int(updates[-1]["games"]) == policy.games == len(_rows(FAST / "games.csv"))
+    assert int(updates[-1]["games"]) == policy.games == len(_rows(run / "games.csv"))
     assert float(updates[-1]["running_mean"]) == pytest.approx(policy.running_mean)
 
 
@@ -206,18 +208,37 @@ def test_the_fast_agent_s_run_repeats_the_first_run_of_its_seed() -> None:
     assert at["update"] == str(metrics.summary(FAST, [0]).passed[0].update)
 
 
+def test_the_learning_rate_drop_and_its_control_started_alike_and_ran_as_long() -> None:
+    """Both from FAST's last weights, on the same game seeds: their first update's games (played
+    before either had changed a weight) are the same games, to the step."""
+    drop, control = (_rows(run / "games.csv") for run in DROP)
+    assert drop[:10] == control[:10] and len(drop) == len(control)
+    updates = [_rows(run / "updates.csv") for run in DROP]
+    text = RESULTS_MD.replace("\n", " ")
+    said = re.search(r"running means after each 100 updates: (.*?)\.(?:\s|$)", text)[1]
+    pairs = re.findall(r"update (\d+), ([+-]\d+\.\d\d) against ([+-]\d+\.\d\d)", said)
+    every = sorted({*range(100, len(updates[0]), 100), len(updates[0])})
+    assert [int(u) for u, _, _ in pairs] == every
+    for u, *quoted in pairs:
+        assert quoted == [f"{float(rows[int(u) - 1]['running_mean']):+.2f}" for rows in updates]
+
+
 def _evaluation(run, name="evaluation.txt") -> tuple[str, list[re.Match], str]:
     first, *games, last = (run / name).read_text().splitlines()
     return first, [GAME.fullmatch(line) for line in games], last
 
 
-@pytest.mark.parametrize(("run", "name"), [(FAST, "evaluation.txt"), (RUN, "evaluation-100.txt")])
+EVALUATED = [(FAST, "evaluation.txt"), (RUN, "evaluation-100.txt")]
+EVALUATED += [(run, "evaluation.txt") for run in DROP]
+
+
+@pytest.mark.parametrize(("run", "name"), EVALUATED)
 def test_the_agents_played_100_fixed_game_seeds_as_quoted(run, name) -> None:
     first, matches, last = _evaluation(run, name)
     updates = len(_rows(run / "updates.csv"))
     assert first == (
         "Playing 100 games of ALE/Pong-v5 with the policy of"
-        f" results/{run.name}/policy.safetensors (update {updates}), seed 0"
+        f" {run.relative_to(ROOT)}/policy.safetensors (update {updates}), seed 0"
     )
     assert all(matches) and [(int(m[1]), int(m[2])) for m in matches] == [
         (i + 1, i) for i in range(100)
@@ -245,10 +266,20 @@ def test_the_fast_agent_s_gif_is_a_won_game_of_its_evaluation() -> None:
     assert matches[seed][0].startswith(f"Game {seed + 1} (seed {seed}): won {won}-{lost} in")
 
 
+def test_the_learning_rate_drop_s_gif_is_a_won_game_of_its_evaluation() -> None:
+    _, matches, _ = _evaluation(DROP[0])
+    said = re.search(r"lr-drop/1e-4/game.gif\) is the drop's game of seed (\d+), won (\d+)-(\d+)",
+                     RESULTS_MD.replace("\n", " "))  # fmt: skip
+    seed, won, lost = map(int, said.groups())
+    assert matches[seed][0].startswith(f"Game {seed + 1} (seed {seed}): won {won}-{lost} in")
+    assert (DROP[0] / "game.gif").stat().st_size > 0
+
+
 @pytest.mark.ale
-def test_the_fast_agent_plays_its_quoted_games_again() -> None:
-    _, matches, _ = _evaluation(FAST)
-    model = Model.from_weights(load(FAST / "policy.safetensors", policy=True).weights)
+@pytest.mark.parametrize("run", [FAST, DROP[0]], ids=["fast-agent", "lr-drop-1e-4"])
+def test_the_agents_play_their_quoted_games_again(run) -> None:
+    _, matches, _ = _evaluation(run)
+    model = Model.from_weights(load(run / "policy.safetensors", policy=True).weights)
     for seed in (0, 1):  # a game is about 2 s: two of the hundred, by their seeds
         [(won, lost, steps)] = play_games(model, "ALE/Pong-v5", 1, seed=seed)
         outcome = "won" if won > lost else "lost"
