@@ -22,7 +22,7 @@ RUNS = sorted((ROOT / "results").glob("pong-v5*"))
 STUDY = sorted((ROOT / "results" / "lr-study").iterdir())  # a sweep's trials, batch 10 too
 FAST = ROOT / "results" / "fast-agent"  # the fast recipe (learning rate 1e-3), trained on
 FAST_SWEEP = sorted(p for p in (ROOT / "results" / "fast-sweep").iterdir() if p.is_dir())
-DROP = [ROOT / "results" / "lr-drop" / rate for rate in ("1e-4", "1e-3")]  # from FAST's end
+DROP = [ROOT / "results" / "lr-drop" / rate for rate in ("1e-4", "1e-3")]  # from FAST's policy
 TIMED = [FAST, *FAST_SWEEP, *DROP]  # runs whose updates.csv has its time column
 RESULTS_MD = (ROOT / "RESULTS.md").read_text()
 README = (ROOT / "README.md").read_text()
@@ -175,6 +175,11 @@ def test_the_fast_agent_s_policies_are_their_runs_last_updates(run, rate) -> Non
     assert float(updates[-1]["running_mean"]) == pytest.approx(policy.running_mean)
 
 
+def _every_100(updates: int) -> list[int]:
+    """The updates a quoted curve gives: each 100th, and the last."""
+    return sorted({*range(100, updates, 100), updates})
+
+
 def test_the_readme_and_results_md_quote_the_fast_agent_s_training() -> None:
     run, updates = metrics.summary(FAST), _rows(FAST / "updates.csv")
     final = float(run.last["running_mean"])
@@ -184,7 +189,7 @@ def test_the_readme_and_results_md_quote_the_fast_agent_s_training() -> None:
     ) in README.replace("\n", " ")
     said = re.search(r"Its running mean was (.*?) \(best", RESULTS_MD.replace("\n", " "))[1]
     pairs = re.findall(r"([+-]\d+\.\d\d) after (?:update )?(\d+)", said)
-    assert [int(u) for _, u in pairs] == sorted({*range(100, len(updates), 100), len(updates)})
+    assert [int(u) for _, u in pairs] == _every_100(len(updates))
     assert [m for m, _ in pairs] == [f"{float(updates[int(u) - 1]['running_mean']):+.2f}"
                                      for _, u in pairs]  # fmt: skip
 
@@ -209,7 +214,7 @@ def test_the_fast_agent_s_run_repeats_the_first_run_of_its_seed() -> None:
 
 
 def test_the_learning_rate_drop_and_its_control_started_alike_and_ran_as_long() -> None:
-    """Both from FAST's last weights, on the same game seeds: their first update's games (played
+    """Both from FAST's policy file, on the same game seeds: their first update's games (played
     before either had changed a weight) are the same games, to the step."""
     drop, control = (_rows(run / "games.csv") for run in DROP)
     assert drop[:10] == control[:10] and len(drop) == len(control)
@@ -217,8 +222,7 @@ def test_the_learning_rate_drop_and_its_control_started_alike_and_ran_as_long() 
     text = RESULTS_MD.replace("\n", " ")
     said = re.search(r"running means after each 100 updates: (.*?)\.(?:\s|$)", text)[1]
     pairs = re.findall(r"update (\d+), ([+-]\d+\.\d\d) against ([+-]\d+\.\d\d)", said)
-    every = sorted({*range(100, len(updates[0]), 100), len(updates[0])})
-    assert [int(u) for u, _, _ in pairs] == every
+    assert [int(u) for u, _, _ in pairs] == _every_100(len(updates[0]))
     for u, *quoted in pairs:
         assert quoted == [f"{float(rows[int(u) - 1]['running_mean']):+.2f}" for rows in updates]
 
@@ -256,23 +260,26 @@ def test_the_agents_played_100_fixed_game_seeds_as_quoted(run, name) -> None:
 
 
 def test_the_fast_agent_s_gif_is_a_won_game_of_its_evaluation() -> None:
-    _, matches, _ = _evaluation(FAST)
     readme = re.search(r"game of seed (\d+)\]\(results/fast-agent/game.gif\) it won (\d+)-(\d+)",
                        README.replace("\n", " "))  # fmt: skip
     results = re.search(r"game.gif\) is its game of seed (\d+), won (\d+)-(\d+)",
                         RESULTS_MD.replace("\n", " "))  # fmt: skip
-    assert readme.groups() == results.groups() and (FAST / "game.gif").stat().st_size > 0
-    seed, won, lost = map(int, readme.groups())
-    assert matches[seed][0].startswith(f"Game {seed + 1} (seed {seed}): won {won}-{lost} in")
+    assert readme.groups() == results.groups()
+    _assert_a_won_game_of_its_evaluation(FAST, readme)
 
 
 def test_the_learning_rate_drop_s_gif_is_a_won_game_of_its_evaluation() -> None:
-    _, matches, _ = _evaluation(DROP[0])
     said = re.search(r"lr-drop/1e-4/game.gif\) is the drop's game of seed (\d+), won (\d+)-(\d+)",
                      RESULTS_MD.replace("\n", " "))  # fmt: skip
-    seed, won, lost = map(int, said.groups())
+    _assert_a_won_game_of_its_evaluation(DROP[0], said)
+
+
+def _assert_a_won_game_of_its_evaluation(run, quoted: re.Match) -> None:
+    """``run/game.gif``, quoted as (seed, won, lost), is that game of ``run``'s evaluation."""
+    _, matches, _ = _evaluation(run)
+    seed, won, lost = map(int, quoted.groups())
     assert matches[seed][0].startswith(f"Game {seed + 1} (seed {seed}): won {won}-{lost} in")
-    assert (DROP[0] / "game.gif").stat().st_size > 0
+    assert (run / "game.gif").stat().st_size > 0
 
 
 @pytest.mark.ale
