@@ -69,7 +69,9 @@ class SparseGame(NamedTuple):
     indices: np.ndarray  # (N,) uint16 pixel indices
     values: np.ndarray  # (N,) int8: -1, an object left; +1, one arrived
     active: np.ndarray  # (T, 25) uint8 np.packbits(h > 0): all of eph the backward pass needs
-    epdlogp: np.ndarray  # (T,) y - aprob = d log P(action taken) / d logit, before advantages
+    # (T,) y - aprob = d log P(action taken) / d logit, before advantages (y: 1 if the action
+    # taken was up, else 0, as 2016's "fake label")
+    epdlogp: np.ndarray
     epr: np.ndarray  # (T,) each step's reward
 
 

@@ -20,8 +20,8 @@ __all__ += ["game_seed"]
 # Ray restarts a worker whose process dies up to this many times. Ray does not retry the game
 # it was playing; the dealer (pong.core.schedule) deals that game again, to the next free worker.
 MAX_RESTARTS = 3
-# Just above the 66-68 MiB a worker playing Pong holds (benchmarks/README.md, "Memory of a
-# worker"): Ray places no more workers on a node than its memory holds.
+# Just above the 66-68 MiB of its own (private; its libraries' pages are shared) a worker playing
+# Pong holds (benchmarks/README.md, "Memory of a worker"): Ray places no more than memory holds.
 WORKER_MEMORY = 72 * 2**20
 
 
