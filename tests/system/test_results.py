@@ -23,7 +23,8 @@ STUDY = sorted((ROOT / "results" / "lr-study").iterdir())  # a sweep's trials, b
 FAST = ROOT / "results" / "fast-agent"  # the fast recipe (learning rate 1e-3), trained on
 FAST_SWEEP = sorted(p for p in (ROOT / "results" / "fast-sweep").iterdir() if p.is_dir())
 DROP = [ROOT / "results" / "lr-drop" / rate for rate in ("1e-4", "1e-3")]  # from FAST's policy
-TIMED = [FAST, *FAST_SWEEP, *DROP]  # runs whose updates.csv has its time column
+BATCH_20 = ROOT / "results" / "batch-20"  # from FAST's policy too, 20 games an update at 1e-3
+TIMED = [FAST, *FAST_SWEEP, *DROP, BATCH_20]  # runs whose updates.csv has its time column
 RESULTS_MD = (ROOT / "RESULTS.md").read_text()
 README = (ROOT / "README.md").read_text()
 
@@ -38,6 +39,7 @@ def test_each_runs_updates_agree_with_its_games(run) -> None:
     updates, games = _rows(run / "updates.csv"), _rows(run / "games.csv")
     assert [int(row["update"]) for row in updates] == list(range(1, len(updates) + 1))
     assert [int(row["game"]) for row in games] == list(range(1, len(games) + 1))
+    size = 20 if run == BATCH_20 else 10  # the default, but for the batch's own run
     running, steps, scores, after = None, 0, {}, {}
     for row in games:  # in the order they arrived, as the trainer counted them
         score, update = float(row["score"]), int(row["update"])
@@ -48,10 +50,10 @@ def test_each_runs_updates_agree_with_its_games(run) -> None:
     for row in updates:
         update = int(row["update"])
         batch = scores[update]
-        assert len(batch) == 10  # batch 10: the default
-        assert int(row["games"]) == 10 * update and int(row["steps"]) == after[update][1]
+        assert len(batch) == size
+        assert int(row["games"]) == size * update and int(row["steps"]) == after[update][1]
         assert float(row["running_mean"]) == pytest.approx(after[update][0], abs=1e-9)
-        assert float(row["score_mean"]) == pytest.approx(sum(batch) / 10)
+        assert float(row["score_mean"]) == pytest.approx(sum(batch) / size)
         assert (float(row["score_min"]), float(row["score_max"])) == (min(batch), max(batch))
 
 
@@ -165,10 +167,14 @@ def test_the_readme_s_fast_recipe_figures_are_the_fast_agent_s_first_run() -> No
     ) in README.replace("\n", " ")
 
 
-@pytest.mark.parametrize(("run", "rate"), [(FAST, 1e-3), (DROP[0], 1e-4), (DROP[1], 1e-3)])
-def test_the_fast_agent_s_policies_are_their_runs_last_updates(run, rate) -> None:
+ONLY = [(FAST, {"learning_rate": 1e-3}), (DROP[0], {}), (DROP[1], {"learning_rate": 1e-3})]
+ONLY += [(BATCH_20, {"learning_rate": 1e-3, "batch_size": 20})]
+
+
+@pytest.mark.parametrize(("run", "changed"), ONLY, ids=[run.name for run, _ in ONLY])
+def test_the_fast_agent_s_policies_are_their_runs_last_updates(run, changed) -> None:
     policy = load(run / "policy.safetensors", policy=True)
-    assert policy.config == Config(seed=1, learning_rate=rate)  # 2016's settings but the rate
+    assert policy.config == Config(seed=1, **changed)  # 2016's settings but those named
     updates = _rows(run / "updates.csv")
     assert [int(r["update"]) for r in updates] == list(range(1, policy.updates + 1))
     assert int(updates[-1]["games"]) == policy.games == len(_rows(run / "games.csv"))
@@ -227,13 +233,28 @@ def test_the_learning_rate_drop_and_its_control_started_alike_and_ran_as_long() 
         assert quoted == [f"{float(rows[int(u) - 1]['running_mean']):+.2f}" for rows in updates]
 
 
+def test_the_larger_batch_and_its_control_started_alike_and_played_as_many_games() -> None:
+    """From FAST's policy file on the same game seeds, as the drop: its first 10 games are the
+    control's; its running means are quoted beside the control's at the same games."""
+    batch, control = (_rows(run / "games.csv") for run in (BATCH_20, DROP[1]))
+    assert batch[:10] == control[:10] and len(batch) == len(control)
+    updates = {size: _rows(run / "updates.csv") for size, run in ((20, BATCH_20), (10, DROP[1]))}
+    text = RESULTS_MD.replace("\n", " ")
+    said = re.search(r"at the same games: (.*?), the first run", text)[1]
+    quoted = re.findall(r"after ([\d,]+)(?: games)?, ([+-]\d+\.\d\d) against ([+-]\d+\.\d\d)", said)
+    assert [int(g.replace(",", "")) for g, _, _ in quoted] == [1000, 2000, len(batch)]
+    for games, *means in quoted:
+        rows = [updates[n][int(games.replace(",", "")) // n - 1] for n in (20, 10)]
+        assert means == [f"{float(row['running_mean']):+.2f}" for row in rows]
+
+
 def _evaluation(run, name="evaluation.txt") -> tuple[str, list[re.Match], str]:
     first, *games, last = (run / name).read_text().splitlines()
     return first, [GAME.fullmatch(line) for line in games], last
 
 
 EVALUATED = [(FAST, "evaluation.txt"), (RUN, "evaluation-100.txt")]
-EVALUATED += [(run, "evaluation.txt") for run in DROP]
+EVALUATED += [(run, "evaluation.txt") for run in (*DROP, BATCH_20)]
 
 
 @pytest.mark.parametrize(("run", "name"), EVALUATED)
@@ -283,7 +304,7 @@ def _assert_a_won_game_of_its_evaluation(run, quoted: re.Match) -> None:
 
 
 @pytest.mark.ale
-@pytest.mark.parametrize("run", [FAST, DROP[0]], ids=["fast-agent", "lr-drop-1e-4"])
+@pytest.mark.parametrize("run", [FAST, DROP[0], BATCH_20], ids=["fast", "drop", "batch-20"])
 def test_the_agents_play_their_quoted_games_again(run) -> None:
     _, matches, _ = _evaluation(run)
     model = Model.from_weights(load(run / "policy.safetensors", policy=True).weights)
