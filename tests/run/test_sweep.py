@@ -20,7 +20,7 @@ from pong.run.errors import UsageError, command
 from pong.run.sweep import DEFINITION, MAX_TRIALS, PASSED, Sweep, main, trial_name
 from tests.helpers import ROOT, run_driver, wait_for
 
-ITERATIONS = 60  # toy updates (about 0.05 s each): long enough to be stopped in the middle
+ITERATIONS = 30  # toy updates: long enough to be stopped in the middle (at update 5 or so)
 TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={ITERATIONS}", "--watch-every=0"]
 
 

@@ -28,7 +28,7 @@ from tests.hosts import S3_KEYS, S3_SERVER, SUBNET, Hosts, cannot_make_namespace
 pytestmark = [pytest.mark.ray, pytest.mark.cluster]
 
 SEEDS = (1, 2)
-ITERATIONS = 40
+ITERATIONS = 25  # toy updates: long enough to be stopped in the middle (at update 5 or so)
 FLAGS = ["--env=PongToy/Catch-v0", "--batch-size=2", "--learning-rate=3e-3", "--watch-every=0"]
 TOY = [*FLAGS, f"--updates={ITERATIONS}"]
 
