@@ -2,18 +2,23 @@
 workers as they come and go, and backups of slow games. A game's seed (``game_seed``) makes it
 the same game on any worker. Its words are in docs/algorithm.md, under "Words".
 
-A worker's state is kept in these fields alone; it changes when the dealer deals it a game
-and when Ray replies or reports an error (a worker Ray is restarting is asked again after a
-pause):
+A worker is in one of four states, kept in these fields alone. It moves when the dealer deals
+it a game and when Ray replies or reports an error:
 
-- waiting (a ``describe`` call in ``calls``, or in ``retry`` to ask again after a pause): Ray
-  replies -> free; Ray says it died for good -> gone. An autoscaler adds a node for a worker
-  Ray cannot place.
-- free (in ``free`` and ``up``): it is dealt a game -> playing.
-- playing (a copy's call in ``calls``; in ``up``): it replies -> free; it is lost (its process
-  or node) -> waiting, its game dealt again if the update still needs it and no other copy of
-  it is in flight.
-- gone (in ``gone``): stays; Ray's restarts of it are used up.
+=========  ==============================================  ========================================
+state      kept in                                         moves
+=========  ==============================================  ========================================
+waiting    a ``describe`` call in ``calls``, or in         Ray replies -> free; Ray restarts it ->
+           ``retry`` (asked again after a pause)           asked again; died for good -> gone
+free       ``free`` and ``up``                             dealt a game -> playing
+playing    a copy's call in ``calls``; ``up``              replies -> free; lost (its process or
+                                                           node) -> waiting, its game dealt again
+                                                           if the update needs it and no other
+                                                           copy of it is in flight
+gone       ``gone``                                        stays: Ray's restarts are used up
+=========  ==============================================  ========================================
+
+An autoscaler adds a node for a waiting worker Ray cannot place.
 
 A free worker is dealt the next undealt game, games lost with a worker first. Once all are
 dealt, it gets a backup: a second copy of the game in flight longest, past ``BACKUP_AFTER``
