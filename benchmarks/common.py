@@ -17,8 +17,8 @@ from pong.envs.make import make_env
 from pong.run.cluster import local_ray_settings
 
 
-def emulator_episode(env: gym.Env, rng: np.random.Generator, seed: int | None = None) -> int:
-    """One episode of random paddle moves and nothing else (reset included); its steps."""
+def emulator_game(env: gym.Env, rng: np.random.Generator, seed: int | None = None) -> int:
+    """One game of random paddle moves and nothing else (reset included); its steps."""
     env.reset(seed=seed)
     steps, done = 0, False
     while not done:
@@ -28,8 +28,8 @@ def emulator_episode(env: gym.Env, rng: np.random.Generator, seed: int | None = 
     return steps
 
 
-def ale_episode(env: gym.Env, rng: np.random.Generator, seed: int | None = None) -> int:
-    """``emulator_episode`` with ALE's ``act`` calls only: no frame read, no Gymnasium step.
+def ale_game(env: gym.Env, rng: np.random.Generator, seed: int | None = None) -> int:
+    """``emulator_game`` with ALE's ``act`` calls only: no frame read, no Gymnasium step.
 
     The floor under any rollout: what ``AtariEnv.step`` does before it builds
     the RGB observation. Needs a fixed frameskip (``ALE/Pong-v5``: 4).
@@ -46,18 +46,18 @@ def ale_episode(env: gym.Env, rng: np.random.Generator, seed: int | None = None)
     return steps
 
 
-def emulator_only(env_id: str, episodes: int, seed: int) -> tuple[int, float]:
-    """Emulator-only steps and seconds over ``episodes`` episodes on one env.
+def emulator_only(env_id: str, games: int, seed: int) -> tuple[int, float]:
+    """Emulator-only steps and seconds over ``games`` games on one env.
 
     The env is seeded on its first reset only; the later resets are unseeded, a
     few ms, as a worker's seeded ones are once ``pong.envs.seeded_reset`` has checked
     its quick way (ale-py's own seeded reset reloads the ROM).
     """
     env = make_env(env_id)
-    emulator_episode(env, np.random.default_rng(seed), seed)  # the seeded first reset
+    emulator_game(env, np.random.default_rng(seed), seed)  # the seeded first reset
     rng = np.random.default_rng(seed)
     start = time.perf_counter()
-    steps = sum(emulator_episode(env, rng) for _ in range(episodes))
+    steps = sum(emulator_game(env, rng) for _ in range(games))
     seconds = time.perf_counter() - start
     env.close()
     return steps, seconds
@@ -70,7 +70,7 @@ def _emulator_copy(env_id: str, seed: int, seconds: float, barrier, results) -> 
     """One of ``emulator_at_once``'s processes: ready an env, wait for the others, step."""
     env = make_env(env_id)
     rng = np.random.default_rng(seed)
-    emulator_episode(env, rng, seed)  # the seeded first reset, before the clock
+    emulator_game(env, rng, seed)  # the seeded first reset, before the clock
     env.reset()
     barrier.wait()  # every copy starts stepping at the same moment
     steps, start = 0, time.perf_counter()

@@ -41,12 +41,12 @@ def write_run(run: Path, rows: int, games: int, seed: int = 0) -> None:
             scores = rng.integers(-21, 22, (len(updates), games))
             lengths = rng.integers(800, 9000, (len(updates), games))
             seconds = rng.uniform(1.0, 3.0, len(updates))
-            lines, episode_lines = [], []
+            lines, game_lines = [], []
             for i, update in enumerate(updates):
                 for g in range(games):
                     running = 0.99 * running + 0.01 * scores[i, g]
-                    episode = (update - 1) * games + g + 1
-                    episode_lines.append(f"{episode},{update},{scores[i, g]:.1f},{lengths[i, g]}")
+                    number = (update - 1) * games + g + 1
+                    game_lines.append(f"{number},{update},{scores[i, g]:.1f},{lengths[i, g]}")
                 batch = lengths[i].sum()
                 steps += int(batch)
                 lines.append(
@@ -55,7 +55,7 @@ def write_run(run: Path, rows: int, games: int, seed: int = 0) -> None:
                     f"{scores[i].min():.1f},{scores[i].max():.1f}"
                 )
             u.write("\n".join(lines) + "\n")
-            e.write("\n".join(episode_lines) + "\n")
+            e.write("\n".join(game_lines) + "\n")
 
 
 def main() -> None:

@@ -3,9 +3,9 @@
 Run:  python benchmarks/single_core.py [--games 4] [--long-steps 10000]
 
 Prints steps/s of each (same env settings, one process, interleaved so drift
-hits all of them alike), the ratios between them, the episode bytes stored per
+hits all of them alike), the ratios between them, the game bytes stored per
 step, and the peak memory (tracemalloc: Python and NumPy allocations) of
-playing and differentiating one long episode. "Emulator only" is random
+playing and differentiating one long game. "Emulator only" is random
 paddle moves through ``env.step``, as a user of Gymnasium steps the env; "ALE
 core only" is the same moves with ALE's ``act`` calls alone (no frame, no
 Gymnasium), the floor that reading the frame straight from ALE approaches.
@@ -27,7 +27,7 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks.common import ale_episode, emulator_episode, machine, table  # noqa: E402
+from benchmarks.common import ale_game, emulator_game, machine, table  # noqa: E402
 from pong.core.model import Model  # noqa: E402
 from pong.core.reference import game_gradient_dense, play_game_dense  # noqa: E402
 from pong.core.rollout import game_gradient, play_game  # noqa: E402
@@ -35,7 +35,7 @@ from pong.envs.make import make_env  # noqa: E402
 
 
 class Endless(gym.Wrapper):
-    """Joins games into one long episode of ``steps`` steps (for the memory figure)."""
+    """Joins games into one long game of ``steps`` steps (for the memory figure)."""
 
     def __init__(self, env: gym.Env, steps: int) -> None:
         super().__init__(env)
@@ -54,25 +54,25 @@ class Endless(gym.Wrapper):
 
 
 def play(path: str, env: gym.Env, model: Model, rng: np.random.Generator, seed=None):
-    """One episode and its gradient on ``path``: the episode, or the steps (emulator)."""
+    """One game and its gradient on ``path``: the game, or the steps (emulator)."""
     if path == "emulator":
-        return emulator_episode(env, rng, seed)
+        return emulator_game(env, rng, seed)
     if path == "ale":
-        return ale_episode(env, rng, seed)
+        return ale_game(env, rng, seed)
     if path == "ours":
-        episode = play_game(model, env, rng, seed=seed)
-        game_gradient(model, episode)
+        game = play_game(model, env, rng, seed=seed)
+        game_gradient(model, game)
     else:
-        episode = play_game_dense(model, env, rng, seed=seed)
-        game_gradient_dense(model, episode)
-    return episode
+        game = play_game_dense(model, env, rng, seed=seed)
+        game_gradient_dense(model, game)
+    return game
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="ALE/Pong-v5")
     parser.add_argument("--games", type=int, default=4, help="games per path")
-    parser.add_argument("--long-steps", type=int, default=10_000, help="steps of the long episode")
+    parser.add_argument("--long-steps", type=int, default=10_000, help="steps of the long game")
     args = parser.parse_args()
 
     model = Model(seed=0)
@@ -87,13 +87,13 @@ def main() -> None:
     for _ in range(args.games):
         for path in paths:  # interleaved, so drift hits all of them alike
             start = time.perf_counter()
-            episode = play(path, envs[path], model, rngs[path])
+            game = play(path, envs[path], model, rngs[path])
             totals[path][1] += time.perf_counter() - start
             if path in ("emulator", "ale"):
-                totals[path][0] += episode
+                totals[path][0] += game
             else:
-                totals[path][0] += len(episode.epr)
-                stored[path] = sum(a.nbytes for a in episode) / len(episode.epr)
+                totals[path][0] += len(game.epr)
+                stored[path] = sum(a.nbytes for a in game) / len(game.epr)
     rate = {name: steps / seconds for name, (steps, seconds) in totals.items()}
 
     peak = {}
