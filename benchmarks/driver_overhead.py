@@ -38,7 +38,7 @@ def rmsprop_seconds(trainer: Trainer, repeats: int = 5) -> float:
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        model.rmsprop(grad, cache, trainer.config.learning_rate, trainer.config.decay_rate)
+        model.rmsprop(grad, cache, trainer.learning_rate, trainer.decay_rate)
         times.append(time.perf_counter() - start)
     return float(np.median(times))
 
