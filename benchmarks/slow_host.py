@@ -38,7 +38,7 @@ ADDRESS = f"{SUBNET}.1:6379"
 def run(prefix: list[str], args: argparse.Namespace, run_dir: Path, env, *more: str):
     """steps/s after the first update, and the checkpoint's bytes, of one driver.py run."""
     command = [*prefix, sys.executable, "driver.py", f"--env={args.env}", "--seed=1",
-               f"--batch-size={args.batch_size}", f"--updates={args.iterations}",
+               f"--batch-size={args.batch_size}", f"--updates={args.updates}",
                "--watch-every=0", f"--run-dir={run_dir}", *more]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
@@ -55,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="ALE/Pong-v5")
     parser.add_argument("--batch-size", type=int, default=4)
-    parser.add_argument("--iterations", type=int, default=6)
+    parser.add_argument("--updates", type=int, default=6)
     parser.add_argument("--rate-mbit", type=float, default=10)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
@@ -100,7 +100,7 @@ def main() -> None:
         net.remove()
         shutil.rmtree(tmp, ignore_errors=True)
     alone = statistics.mean(speeds[ways[0]])
-    print(f"\nbatch {args.batch_size}, {args.env}, {args.iterations} updates (the first not"
+    print(f"\nbatch {args.batch_size}, {args.env}, {args.updates} updates (the first not"
           f" timed), {args.rounds} rounds; every run's checkpoint the same bytes:"
           f" {len(checkpoints) == 1}\n")  # fmt: skip
     rows = [
