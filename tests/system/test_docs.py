@@ -361,3 +361,19 @@ def test_the_metrics_files_columns_speak_the_glossary_s_words() -> None:
     columns = [c for name in FIELDS for c in FIELDS[name] + TEXT_FIELDS[name]]
     assert "running_mean" in columns and "score" in columns
     assert [c for c in columns for w in _not_called() if w.replace(" ", "_") in c] == []
+
+
+def test_the_benchmarks_take_the_flags_their_readme_gives_in_the_glossary_s_words() -> None:
+    """Each ``benchmarks/X.py`` command line in benchmarks/README.md, its optional flags too,
+    names only flags the script defines; and no script's flag is a word the glossary refuses."""
+    text = (ROOT / "benchmarks" / "README.md").read_text()
+    lines = re.findall(r"^\.venv/bin/python (benchmarks/\w+\.py)(.*)$", text, re.MULTILINE)
+    assert len(lines) >= 10  # the test can fail
+    defined = {}
+    for script, rest in lines:
+        source = (ROOT / script).read_text()
+        defined[script] = set(re.findall(r'add_argument\(\s*"(--[\w-]+)"', source))
+        assert set(re.findall(r"--[\w-]+", rest)) <= defined[script], script
+    kept = {"--batch-size", "--batch-sizes"}  # Ray's example's flag, kept (docs/algorithm.md)
+    flags = {flag for names in defined.values() for flag in names} - kept
+    assert [f for f in flags for w in _not_called() if w.replace(" ", "-") in f] == []
