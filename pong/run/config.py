@@ -188,7 +188,7 @@ class Evaluation:
         positive_int,
         "games to play, seeded --seed, --seed + 1, ...",
         1,
-        flags=("--games", "--episodes"),
+        flags=GAMES_FLAGS,
     )
     record: Path | None = setting(path, "also write the games as a GIF", None, "FILE.gif")
 
