@@ -24,7 +24,8 @@ FAST = ROOT / "results" / "fast-agent"  # the fast recipe (learning rate 1e-3), 
 FAST_SWEEP = sorted(p for p in (ROOT / "results" / "fast-sweep").iterdir() if p.is_dir())
 DROP = [ROOT / "results" / "lr-drop" / rate for rate in ("1e-4", "1e-3")]  # from FAST's policy
 BATCH_20 = ROOT / "results" / "batch-20"  # from FAST's policy too, 20 games an update at 1e-3
-TIMED = [FAST, *FAST_SWEEP, *DROP, BATCH_20]  # runs whose updates.csv has its time column
+LONG_DROP = ROOT / "results" / "long-drop"  # the drop's run (DROP[0]) resumed, at 1e-4 still
+TIMED = [FAST, *FAST_SWEEP, *DROP, BATCH_20, LONG_DROP]  # runs whose updates.csv has its time
 RESULTS_MD = (ROOT / "RESULTS.md").read_text()
 README = (ROOT / "README.md").read_text()
 
@@ -168,7 +169,7 @@ def test_the_readme_s_fast_recipe_figures_are_the_fast_agent_s_first_run() -> No
 
 
 ONLY = [(FAST, {"learning_rate": 1e-3}), (DROP[0], {}), (DROP[1], {"learning_rate": 1e-3})]
-ONLY += [(BATCH_20, {"learning_rate": 1e-3, "batch_size": 20})]
+ONLY += [(BATCH_20, {"learning_rate": 1e-3, "batch_size": 20}), (LONG_DROP, {})]
 
 
 @pytest.mark.parametrize(("run", "changed"), ONLY, ids=[run.name for run, _ in ONLY])
@@ -248,13 +249,32 @@ def test_the_larger_batch_and_its_control_started_alike_and_played_as_many_games
         assert means == [f"{float(row['running_mean']):+.2f}" for row in rows]
 
 
+def test_the_longer_drop_is_the_drop_s_run_resumed_and_quoted() -> None:
+    """Its first rows are the drop's, as written then (a resume keeps the rows its checkpoint
+    holds); its running means after each 100 updates are the ones RESULTS.md quotes."""
+    short, long = (_rows(run / "updates.csv") for run in (DROP[0], LONG_DROP))
+    assert len(long) > len(short) and long[: len(short)] == short
+    games = [_rows(run / "games.csv") for run in (DROP[0], LONG_DROP)]
+    assert games[1][: len(games[0])] == games[0]
+    said = re.search(r"longer drop's running mean after each 100 updates: (.*?)\.(?:\s|$)",
+                     RESULTS_MD.replace("\n", " "))[1]  # fmt: skip
+    pairs = re.findall(r"update (\d+), ([+-]\d+\.\d\d)", said)
+    assert [int(u) for u, _ in pairs] == _every_100(len(long))
+    assert [m for _, m in pairs] == [f"{float(long[int(u) - 1]['running_mean']):+.2f}"
+                                     for u, _ in pairs]  # fmt: skip
+    scores = [float(row["score"]) for row in games[1]]
+    blocks = [scores[i : i + 1000] for i in range(0, len(scores), 1000)]
+    means = ", ".join(f"{sum(b) / len(b):+.2f}" for b in blocks)
+    assert f"their mean score, 1,000 at a time: {means} (each" in RESULTS_MD.replace("\n", " ")
+
+
 def _evaluation(run, name="evaluation.txt") -> tuple[str, list[re.Match], str]:
     first, *games, last = (run / name).read_text().splitlines()
     return first, [GAME.fullmatch(line) for line in games], last
 
 
 EVALUATED = [(FAST, "evaluation.txt"), (RUN, "evaluation-100.txt")]
-EVALUATED += [(run, "evaluation.txt") for run in (*DROP, BATCH_20)]
+EVALUATED += [(run, "evaluation.txt") for run in (*DROP, BATCH_20, LONG_DROP)]
 
 
 @pytest.mark.parametrize(("run", "name"), EVALUATED)
@@ -278,6 +298,16 @@ def test_the_agents_played_100_fixed_game_seeds_as_quoted(run, name) -> None:
     quoted = f"mean score {mean:+.2f} (standard deviation {spread:.2f}), won {won} of 100"
     assert quoted in RESULTS_MD.replace("\n", " ")
     assert run != FAST or quoted in README.replace("\n", " ")
+
+
+@pytest.mark.parametrize("run", [DROP[0], BATCH_20, LONG_DROP], ids=lambda run: run.name)
+def test_the_readme_quotes_each_later_policy_s_mean_beside_its_name(run) -> None:
+    """Each policy trained on from the fast agent's, in the README's sentence that names it."""
+    *_, last = _evaluation(run)
+    mean = re.fullmatch(r"Mean score ([+-]\d+\.\d\d) .*", last)[1]
+    name = str(run.relative_to(ROOT))
+    sentences = re.split(r"(?<=\.) ", README.replace("\n", " "))
+    assert [s for s in sentences if name in s and mean in s], (name, mean)
 
 
 def test_the_fast_agent_s_gif_is_a_won_game_of_its_evaluation() -> None:
@@ -304,7 +334,9 @@ def _assert_a_won_game_of_its_evaluation(run, quoted: re.Match) -> None:
 
 
 @pytest.mark.ale
-@pytest.mark.parametrize("run", [FAST, DROP[0], BATCH_20], ids=["fast", "drop", "batch-20"])
+@pytest.mark.parametrize(
+    "run", [FAST, DROP[0], BATCH_20, LONG_DROP], ids=["fast", "drop", "batch-20", "long-drop"]
+)
 def test_the_agents_play_their_quoted_games_again(run) -> None:
     _, matches, _ = _evaluation(run)
     model = Model.from_weights(load(run / "policy.safetensors", policy=True).weights)
