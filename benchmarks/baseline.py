@@ -47,7 +47,7 @@ class DenseRolloutWorker:
 
     def compute_gradient(self, model: Model, seed: np.random.SeedSequence) -> Result:
         rng, reset_seed = game_randomness(seed)  # as RolloutWorker seeds a game
-        game = play_game_dense(model, self.env, rng, seed=reset_seed)
+        game = play_game_dense(model, self.env, rng, reset_seed)
         grad, note = game_gradient_dense(model, game)
         return Result(DenseGrad(grad), float(game.epr.sum()), len(game.epr), note)
 

@@ -60,10 +60,10 @@ def play(path: str, env: gym.Env, model: Model, rng: np.random.Generator, seed=N
     if path == "ale":
         return ale_game(env, rng, seed)
     if path == "ours":
-        game = play_game(model, env, rng, seed=seed)
+        game = play_game(model, env, rng, reset_seed=seed)
         game_gradient(model, game)
     else:
-        game = play_game_dense(model, env, rng, seed=seed)
+        game = play_game_dense(model, env, rng, reset_seed=seed)
         game_gradient_dense(model, game)
     return game
 

@@ -29,10 +29,10 @@ class DenseGame(NamedTuple):
 
 
 def play_game_dense(
-    model: Model, env: gym.Env, rng: np.random.Generator, seed: int | None = None
+    model: Model, env: gym.Env, rng: np.random.Generator, reset_seed: int | None = None
 ) -> DenseGame:
     """``play_game``'s game (its arguments but ``stop``), played and stored as 2016 did."""
-    observation, _ = env.reset(seed=seed)
+    observation, _ = env.reset(seed=reset_seed)
     prev_x = None  # the policy sees the difference of consecutive frames
     xs, hs, dlogps, drs = [], [], [], []
     done = False

@@ -18,17 +18,17 @@ UP, DOWN = 2, 3  # ALE's "RIGHT" and "LEFT": the paddle moves up and down
 
 
 def play_game(
-    model: Model, env: gym.Env, rng: np.random.Generator, seed: int | None = None, stop=None
+    model: Model, env: gym.Env, rng: np.random.Generator, reset_seed: int | None = None, stop=None
 ) -> SparseGame | None:
     """Play one game with ``model``: ``rng`` draws one ``rng.random()`` a step for the action,
-    ``seed`` goes to the env's reset (``None``: the env's own stream). ``stop()``, if given, is
-    asked before the first step and every ``STOP_EVERY`` steps whether the game is no longer
-    wanted; if so, the game is given up and ``None`` returned (the dealer may start one game on
-    two workers and keep the first to finish: ``pong.core.schedule``)."""
+    ``reset_seed`` goes to the env's reset (``None``: the env's own stream). ``stop()``, if
+    given, is asked before the first step and every ``STOP_EVERY`` steps whether the game is no
+    longer wanted; if so, the game is given up and ``None`` returned (the dealer may start one
+    game on two workers and keep the first to finish: ``pong.core.schedule``)."""
     if stop is not None and stop():
         return None
     frames = frames_of(env)
-    frames.reset(seed=seed)
+    frames.reset(seed=reset_seed)
     changed, arrived = np.empty(0, np.intp), np.empty(0, bool)  # the first step has no difference
     # Typed buffers that grow: no Python object per step.
     offsets, indices, values, active = array("q", [0]), array("H"), array("b"), array("B")

@@ -91,7 +91,7 @@ class Dealer:
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
         self.number, self.model_ref = 0, None  # the number of the update dealt, its model
-        self.undealt, self.done = deque(), set()  # the update's games not dealt; done
+        self.undealt, self.done = deque(), set()  # games not dealt; first reply in (a loss: out)
         self.nodes: Counter[str] = Counter()  # node name -> the update's games played there
         self.took: list[float] = []  # seconds each done game's counted copy took
         self.notes: list[str] = []  # the update's news of the workers, one line each
@@ -126,8 +126,9 @@ class Dealer:
 
     def start(self, number: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
         """Deal update ``number``'s first games. A copy of an earlier update's game still in
-        flight (a backup) is told to stop and never counted; one of an update stopped mid-way
-        and started again has its number, plays the same game and counts."""
+        flight (one that lost the race, first copy or backup) is told to stop and never
+        counted; one of an update stopped mid-way and started again has its number, plays the
+        same game and counts."""
         for call in list(self.calls.values()):  # its reply will only free its worker
             if call.index is not None and call.update != number:
                 self.workers[call.worker].abandon.remote(call.copy)
@@ -223,8 +224,9 @@ class Dealer:
         if node not in self.names:
             listed = {n["NodeID"]: n for n in ray.nodes()}
             ip = listed.get(node, {}).get("NodeManagerAddress", "?")
-            shared = sum(n["NodeManagerAddress"] == ip and n["Alive"] for n in listed.values())
-            self.names[node] = f"{ip}/{node[:8]}" if shared > 1 or ip == "?" else ip
+            others = [n for n in listed.values() if n["NodeID"] != node and n["Alive"]]
+            shared = any(n["NodeManagerAddress"] == ip for n in others)
+            self.names[node] = f"{ip}/{node[:8]}" if shared or ip == "?" else ip
         return self.names[node]
 
     def _backups(self, after: float) -> list[tuple[float, int]]:

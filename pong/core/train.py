@@ -33,8 +33,8 @@ def worker_count(batch_size: int) -> int:
 
 
 class NonFiniteError(ArithmeticError):
-    """An update was not applied: no game of it gave a finite gradient, or it would make the
-    weights NaN or infinite."""
+    """An update was not applied: no game of it gave a finite gradient, or the games' sum did
+    not stay finite, or it would make the weights NaN or infinite."""
 
 
 @dataclass

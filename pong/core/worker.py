@@ -74,7 +74,7 @@ class RolloutWorker:
         ``None`` if ``abandon(copy)`` came: the dealer numbers each start of a game, a copy."""
         rng, reset_seed = game_randomness(seed)
         stop = None if copy is None else (lambda: copy in self.abandoned)
-        game = play_game(model, self.env, rng, seed=reset_seed, stop=stop)
+        game = play_game(model, self.env, rng, reset_seed, stop=stop)
         if game is None:
             return None
         grad, note = game_gradient(model, game)

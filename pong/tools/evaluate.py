@@ -35,7 +35,7 @@ def play_games(
         env = gym.wrappers.TransformObservation(env, lambda frame: on_frame(frame) or frame, None)
     with env:  # closed however the games end
         for game_seed in range(seed, seed + games):
-            rewards = play_game(model, env, np.random.default_rng(game_seed), seed=game_seed).epr
+            rewards = play_game(model, env, np.random.default_rng(game_seed), game_seed).epr
             yield int((rewards > 0).sum()), int((rewards < 0).sum()), len(rewards)
 
 

@@ -23,7 +23,7 @@ def played():
     """One real game of ALE/Pong-v5 with a fresh policy (about 1,000 steps)."""
     env = make_env()
     model = Model(seed=0)
-    game = play_game_dense(model, env, np.random.default_rng(0), seed=0)
+    game = play_game_dense(model, env, np.random.default_rng(0), reset_seed=0)
     env.close()
     return model, game
 
@@ -75,7 +75,7 @@ def test_game_gradient_is_the_dense_formula(played) -> None:
 def test_same_seeds_give_the_same_game_and_gradient(played) -> None:
     model, ep = played
     env = make_env()
-    again = play_game_dense(model, env, np.random.default_rng(0), seed=0)
+    again = play_game_dense(model, env, np.random.default_rng(0), reset_seed=0)
     env.close()
     np.testing.assert_array_equal(again.epr, ep.epr)
     np.testing.assert_array_equal(again.epdlogp, ep.epdlogp)
@@ -92,8 +92,8 @@ def test_fast_path_plays_the_same_game_and_gives_the_dense_gradient(env_id, seed
     model = Model(seed=seed)
     model.weights["W2"] *= w2_scale  # spread aprob away from 0.5: actions depend on the weights
     env = make_env(env_id)
-    fast = play_game(model, env, np.random.default_rng(seed), seed=seed)
-    dense = play_game_dense(model, env, np.random.default_rng(seed), seed=seed)
+    fast = play_game(model, env, np.random.default_rng(seed), reset_seed=seed)
+    dense = play_game_dense(model, env, np.random.default_rng(seed), reset_seed=seed)
     env.close()
 
     assert len(fast.epr) == len(dense.epr)
@@ -121,14 +121,14 @@ def test_a_game_is_given_up_when_stop_says_so_and_played_whole_otherwise() -> No
     from pong.core.rollout import STOP_EVERY
 
     env, model, asked = make_env("ALE/Pong-v5"), Model(seed=0), []
-    assert play_game(model, env, np.random.default_rng(1), seed=1, stop=lambda: True) is None
+    assert play_game(model, env, np.random.default_rng(1), reset_seed=1, stop=lambda: True) is None
 
     def never() -> bool:
         asked.append(1)
         return False
 
-    whole = play_game(model, env, np.random.default_rng(1), seed=1, stop=never)
-    alone = play_game(model, env, np.random.default_rng(1), seed=1)
+    whole = play_game(model, env, np.random.default_rng(1), reset_seed=1, stop=never)
+    alone = play_game(model, env, np.random.default_rng(1), reset_seed=1)
     assert len(asked) == 1 + len(whole.epr) // STOP_EVERY > 1  # at the start, then each 256
     assert whole.epr.tobytes() == alone.epr.tobytes()
     assert whole.epdlogp.tobytes() == alone.epdlogp.tobytes()

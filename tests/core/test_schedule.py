@@ -328,3 +328,20 @@ def test_a_restarting_worker_is_asked_once_per_pause(monkeypatch) -> None:
     for _ in range(3):
         assert dealer.next_reply() is None
     assert worker.asked == 2  # at the start, and once after the pause
+
+
+def test_a_node_is_named_by_its_ip_with_its_id_where_another_node_alive_has_that_ip(
+    monkeypatch,
+) -> None:
+    """As ``ray.nodes`` lists them (no Ray): a dead node whose IP a live one took is told apart
+    from it; the live one, alone at its IP among the living, keeps the bare IP."""
+    listed = [("a", "10.0.0.1", True), ("b", "10.0.0.2", True), ("c", "10.0.0.2", True)]
+    listed += [("d", "10.0.0.3", False), ("e", "10.0.0.3", True)]
+    nodes = [{"NodeID": i * 16, "NodeManagerAddress": ip, "Alive": up} for i, ip, up in listed]
+    monkeypatch.setattr(ray, "nodes", lambda: nodes)
+    dealer = Dealer([], seed=0, expect=0)
+    names = [dealer.name(i * 16) for i in "abcdez"]
+    assert names == [
+        "10.0.0.1", "10.0.0.2/bbbbbbbb", "10.0.0.2/cccccccc", "10.0.0.3/dddddddd", "10.0.0.3",
+        "?/zzzzzzzz",
+    ]  # fmt: skip
