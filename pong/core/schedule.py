@@ -102,7 +102,7 @@ class Dealer:
             self.take(ref)
         self.notes = []  # the start is the driver's "Started" line, not a note
 
-    def placement(self) -> dict[str, int]:
+    def up_by_node(self) -> dict[str, int]:
         """How many workers are up on each node (node name -> count)."""
         return dict(Counter(self.name(node) for node in self.up.values()))
 

@@ -51,7 +51,7 @@ def announce(run: Run, options: Options, where: str) -> None:
 def started(trainer: Trainer) -> str:
     """How many of the workers asked for started, and where."""
     dealer = trainer.dealer
-    placed, asked, waiting = dealer.placement(), len(dealer.workers), dealer.waiting()
+    placed, asked, waiting = dealer.up_by_node(), len(dealer.workers), dealer.waiting()
     line = f"Started {sum(placed.values())} of {asked} RolloutWorker actor{'s' * (asked != 1)}"
     if placed:
         nodes, counts = len(placed), " + ".join(map(str, placed.values()))

@@ -91,7 +91,7 @@ def test_no_more_workers_than_cpus_nor_than_games(joined_ray) -> None:
     assert len(small.dealer.workers) == 1  # a batch of 1
     release(small)
     big = Trainer(**hyperparameters(Config(batch_size=60, env=TOY.env, seed=0)))
-    assert len(big.dealer.workers) == 3 and list(big.dealer.placement().values()) == [3]
+    assert len(big.dealer.workers) == 3 and list(big.dealer.up_by_node().values()) == [3]
     assert big.update().played == 60
     release(big)
 
