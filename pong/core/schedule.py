@@ -151,18 +151,24 @@ class Dealer:
                 self.retry[i] = (math.inf, tries)
                 self._describe(i)
         self.deal()
-        due = [w for w, _ in self.retry.values()] + [now + SAY_EVERY_S]
-        if self.idle_since is not None:  # the next line, or the end of the wait allowed
-            due += [self.said_at + SAY_EVERY_S, self.idle_since + (self.limit or math.inf)]
-        if self.free and (backups := self._backups(0.0)):  # when the oldest is due a backup
-            due.append(backups[0][0] + self._backup_after())
-        pause, ready = max(0.0, min(due) - now), []
+        pause, ready = max(0.0, self._next_due(now) - now), []
         if self.calls:  # not fetched here (fetch_local=False): take fetches it, after dealing
             ready, _ = ray.wait(list(self.calls), num_returns=1, timeout=pause, fetch_local=False)
         else:
             time.sleep(pause)
         self._say_waiting()
         return ready[0] if ready else None
+
+    def _next_due(self, now: float) -> float:
+        """When something is due without a reply: a restarting worker's pause ends, the next
+        line of a wait for a worker or the end of the wait allowed, the oldest game's backup;
+        at most ``SAY_EVERY_S`` from ``now``."""
+        due = [when for when, _ in self.retry.values()] + [now + SAY_EVERY_S]
+        if self.idle_since is not None:
+            due += [self.said_at + SAY_EVERY_S, self.idle_since + (self.limit or math.inf)]
+        if self.free and (backups := self._backups(0.0)):  # the longest in flight alone
+            due.append(backups[0][0] + self._backup_after())
+        return min(due)
 
     def take(self, ref: ray.ObjectRef) -> tuple[int | None, Result | None]:
         """``(index, result)`` where ``ref``'s reply is a game's first result, else ``(None,
