@@ -296,8 +296,11 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
 
         # QUIET_TUNE where the environment says nothing; never Tune's SIGINT handler (ours stop)
         os.environ |= {**QUIET_TUNE, **os.environ, "TUNE_DISABLE_SIGINT_HANDLER": "1"}
-        for name in ("tune", "execution.tune_controller", "analysis.experiment_analysis"):
-            logging.getLogger(f"ray.tune.{name}").setLevel(logging.CRITICAL)  # ours say it
+        # Ours say what these would. Tune's own experiment state is never read back (sweep.json
+        # is): a sync of it that lost a race with Tune's rename of its file is no traceback
+        for name in ("tune", "execution.tune_controller", "analysis.experiment_analysis",
+                     "execution.experiment_state"):  # fmt: skip
+            logging.getLogger(f"ray.tune.{name}").setLevel(logging.CRITICAL)
         try:  # a trial's own output stays in its log: the sweep prints what each reports
             args.address = resolve_address(args.address)  # RAY_ADDRESS too, as driver.py
             connect(args.address, args.num_cpus, log_to_driver=False)
