@@ -20,8 +20,8 @@ from pong.run.errors import UsageError, command
 from pong.run.sweep import DEFINITION, MAX_TRIALS, PASSED, Sweep, main, trial_name
 from tests.helpers import ROOT, run_driver, wait_for
 
-ITERATIONS = 30  # toy updates: long enough to be stopped in the middle (at update 5 or so)
-TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={ITERATIONS}", "--watch-every=0"]
+TOY_UPDATES = 30  # toy updates: long enough to be stopped in the middle (at update 5 or so)
+TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={TOY_UPDATES}", "--watch-every=0"]
 
 
 @pytest.mark.parametrize(
@@ -108,7 +108,7 @@ def test_each_trial_is_the_driver_run_of_its_settings_also_after_ctrl_c(
     runs = _runs()
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == runs
     for run in runs:
-        assert (_latest(sweep / run) / "updates.csv").read_text().count("\n") == 1 + ITERATIONS
+        assert (_latest(sweep / run) / "updates.csv").read_text().count("\n") == 1 + TOY_UPDATES
     alone = tmp_path / "alone"
     flags = [*TOY, "--seed=2", "--learning-rate=3e-3", "--decay-rate=0.9", f"--run-dir={alone}"]
     driver = run_driver([*flags, f"--address={address}", "--workers=1"], env)

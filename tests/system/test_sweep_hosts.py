@@ -28,9 +28,9 @@ from tests.hosts import S3_KEYS, S3_SERVER, SUBNET, Hosts, cannot_make_namespace
 pytestmark = [pytest.mark.ray, pytest.mark.cluster]
 
 SEEDS = (1, 2)
-ITERATIONS = 25  # toy updates: long enough to be stopped in the middle (at update 5 or so)
+TOY_UPDATES = 25  # toy updates: long enough to be stopped in the middle (at update 5 or so)
 FLAGS = ["--env=PongToy/Catch-v0", "--batch-size=2", "--learning-rate=3e-3", "--watch-every=0"]
-TOY = [*FLAGS, f"--updates={ITERATIONS}"]
+TOY = [*FLAGS, f"--updates={TOY_UPDATES}"]
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,7 @@ def test_an_s3_sweep_plays_on_both_hosts_and_resumes_with_the_driver_bytes(hosts
         run = copy / trial_name(config)
         assert (run / "checkpoint.safetensors").read_bytes() == alone[seed]
         updates = (run / "updates.csv").read_text().splitlines()
-        assert len(updates) == 1 + ITERATIONS
+        assert len(updates) == 1 + TOY_UPDATES
         nodes |= {m for row in updates[1:] for m in re.findall(rf"{SUBNET}\.\d", row)}
     assert nodes == {f"{SUBNET}.1", f"{SUBNET}.2"}  # the trials played on both hosts
     assert "Traceback" not in text + err + again.stdout + again.stderr
