@@ -92,15 +92,16 @@ class SparseGrad(NamedTuple):
         return bool(np.isfinite(self.W1_columns).all() and np.isfinite(self.W2).all())
 
 
-def block_inputs(game: SparseGame, start: int, stop: int, row_of: np.ndarray) -> tuple:
-    """``(touched, epx)``: steps ``start:stop``'s ``epx`` over only the pixels they touch,
-    ``touched`` (as rows of ``row_of``'s numbering); each entry to its step's row."""
+def block_inputs(game: SparseGame, start: int, stop: int, row: np.ndarray) -> tuple:
+    """Steps ``start:stop``'s inputs as a dense (B, M) ``epx`` over only the M pixels they
+    touch: ``(rows, epx)``, ``rows[m]`` the row of ``GT`` that ``epx``'s column m adds to.
+    ``row`` gives each stored input entry its row of ``GT``."""
     first, last = int(game.offsets[start]), int(game.offsets[stop])
-    touched, column_of = np.unique(row_of[first:last], return_inverse=True)
-    step_of = np.repeat(np.arange(stop - start), np.diff(game.offsets[start : stop + 1]))
-    epx = np.zeros((stop - start, touched.size))
-    epx[step_of, column_of] = game.values[first:last]
-    return touched, epx
+    rows, column = np.unique(row[first:last], return_inverse=True)  # each entry's, in epx
+    step = np.repeat(np.arange(stop - start), np.diff(game.offsets[start : stop + 1]))  # its row
+    epx = np.zeros((stop - start, rows.size))
+    epx[step, column] = game.values[first:last]
+    return rows, epx
 
 
 class Model:
@@ -144,23 +145,24 @@ class Model:
         """
         W1, W2 = self.weights["W1"], self.weights["W2"]
         weighted = np.asarray(weighted, dtype=np.float64).ravel()
-        # Only pixels that ever changed get a non-zero column; row_of: each entry's row in GT
-        columns, row_of = np.unique(game.indices, return_inverse=True)
-        GT = np.zeros((columns.size, H))  # G transposed, over those pixels only
+        # Only pixels that ever changed get a non-zero column; row: each entry's row of GT
+        columns, row = np.unique(game.indices, return_inverse=True)
+        GT = np.zeros((columns.size, H))  # G transposed, (K, H): one row per pixel in columns
         for start in range(0, weighted.size, BACKWARD_CHUNK):
             stop = min(start + BACKWARD_CHUNK, weighted.size)
             if game.offsets[start] == game.offsets[stop]:
                 continue  # no pixel changed in these steps
             on = np.unpackbits(game.active[start:stop], axis=1, count=H)  # (block, H)
-            touched, epx = block_inputs(game, start, stop, row_of)
-            GT[touched] += epx.T @ (weighted[start:stop, None] * on)
+            rows, epx = block_inputs(game, start, stop, row)
+            GT[rows] += epx.T @ (weighted[start:stop, None] * on)  # G[j] += sum_t w_t on[t,j] x_t
         dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # row-wise W1[j] . G[j]
         return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 
     def rmsprop(self, grad_buffer: dict, rmsprop_cache: dict, learning_rate, decay_rate):
         """RMSProp ascent, as 2016's two lines (fewer arrays was no faster: benchmarks/README.md).
         New arrays replace the old in ``self.weights`` and ``rmsprop_cache`` (a checkpoint may
-        hold the old). If any is not finite, it raises ``FloatingPointError``, changing nothing."""
+        hold the old). If the gradient, or a new weight or cache, is not finite, it raises
+        ``FloatingPointError``, changing nothing."""
         for k in self.weights:
             if not np.all(np.isfinite(grad_buffer[k])):
                 raise FloatingPointError(f"refusing a non-finite gradient for {k}")

@@ -87,11 +87,11 @@ class Dealer:
         self.calls: dict[ray.ObjectRef, Call] = {}
         self.copies = itertools.count()  # each copy dealt gets the next number
         self.up: dict[int, str] = {}  # worker -> its node's id
-        self.free, self.gone = set(), set()  # worker numbers, as in the list above
+        self.free, self.gone = set(), set()  # worker numbers, as in the table above
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
         self.number, self.model_ref = 0, None  # the number of the update dealt, its model
-        self.undealt, self.done = deque(), set()  # games not dealt; first reply in (a loss: out)
+        self.undealt, self.done = deque(), set()  # not dealt; replied (out again if a lost worker)
         self.nodes: Counter[str] = Counter()  # node name -> the update's games played there
         self.took: list[float] = []  # seconds each done game's counted copy took
         self.notes: list[str] = []  # the update's news of the workers, one line each
@@ -114,7 +114,7 @@ class Dealer:
         """Play update ``number``'s ``batch_size`` games with the model at ``model_ref``:
         ``(index, Result)`` for each game as it is done, in the order they finish."""
         self.start(number, batch_size, model_ref)
-        while self.playing():
+        while self.unfinished():
             if (ready := self.next_reply()) is not None:
                 index, result = self.take(ready)
                 if result is not None:
@@ -137,7 +137,7 @@ class Dealer:
         self.nodes, self.notes = Counter(), []
         self.deal()
 
-    def playing(self) -> bool:
+    def unfinished(self) -> bool:
         """Whether the update waits on a game in flight or undealt."""
         return bool(self.undealt) or any(self._current(c) for c in self.calls.values())
 
@@ -172,8 +172,9 @@ class Dealer:
 
     def take(self, ref: ray.ObjectRef) -> tuple[int | None, Result | None]:
         """``(index, result)`` where ``ref``'s reply is a game's first result, else ``(None,
-        None)``. Fetched after the free workers are dealt: a slow link holds no one up. A losing
-        copy's gradient is fetched too: only ``ray.get`` tells a result from a lost worker."""
+        None)``. The game is marked done, and backups that fell due are dealt, before the fetch:
+        a slow link delays no other game. A losing copy's gradient is fetched too: only
+        ``ray.get`` tells a result from a lost worker."""
         call = self.calls.pop(ref)
         i, index = call.worker, call.index
         counted = self._current(call)
@@ -195,8 +196,8 @@ class Dealer:
                 self.free.add(i)
             return None, None
         self.free.add(i)
-        if reply is None:  # it gave the game up: deal it again (defensive; only a copy whose
-            # game is done is told to stop)
+        if reply is None:  # it gave the game up: deal it again (defensive; only copies of
+            # games done or of earlier updates are told to stop, and neither is counted)
             self.done.discard(index)
             self.undealt.appendleft(index)
             return None, None
@@ -214,11 +215,11 @@ class Dealer:
         """The next undealt games to the free workers; with none left, backups (see above).
         A ``WorkerError`` where games wait and every worker is gone."""
         while self.undealt and self.free:
-            self._play(min(self.free), self.undealt.popleft())
+            self._deal_to(min(self.free), self.undealt.popleft())
         backups = self._backups(self._backup_after())
         for (_, index), i in zip(backups, sorted(self.free), strict=False):
-            self._play(i, index)
-        if self.playing() and len(self.gone) == len(self.workers):
+            self._deal_to(i, index)
+        if self.unfinished() and len(self.gone) == len(self.workers):
             raise WorkerError(
                 f"every RolloutWorker is gone: Ray restarts a worker up to {MAX_RESTARTS} times,"
                 " and has used them up for each; stopping"
@@ -253,7 +254,7 @@ class Dealer:
         """Whether ``call`` is a copy of a game of this update not yet done."""
         return call.index is not None and call.update == self.number and call.index not in self.done
 
-    def _play(self, i: int, index: int) -> None:
+    def _deal_to(self, i: int, index: int) -> None:
         """Deal game ``index`` to free worker ``i``, as the next copy."""
         self.free.remove(i)
         seed, copy = game_seed(self.seed, self.number, index), next(self.copies)
@@ -276,7 +277,7 @@ class Dealer:
 
     def _lost(self, call: Call, error: ray.exceptions.RayActorError) -> None:
         """Worker ``call.worker`` was lost instead of replying; its game is dealt again if
-        needed (the list above). A worker that was up, or whose copy failed, is asked again
+        needed (the table above). A worker that was up, or whose copy failed, is asked again
         where it is; one Ray calls unavailable (restarting), after a pause; one Ray says died
         for good is gone."""
         i, index = call.worker, call.index
@@ -306,7 +307,7 @@ class Dealer:
     def _say_waiting(self) -> None:
         """While games wait and no worker is up: a line at once, then every
         ``SAY_EVERY_S``; a ``WorkerError`` past ``wait_for_workers``."""
-        if self.up or not self.playing():
+        if self.up or not self.unfinished():
             self.idle_since = None
             return
         now = time.monotonic()

@@ -103,7 +103,8 @@ class Trainer:
         (model_seed,) = np.random.SeedSequence(seed).spawn(1)  # spawn key (0,): not a game's
         self.model = Model(model_seed)
         self.grad_buffer = zeros_like_weights(self.model.weights)  # the update's gradient sum
-        fresh = State(self.model.weights, self.grad_buffer, 0, 0, 0, None, None)  # copied: zeros
+        cache = zeros_like_weights(self.model.weights)  # RMSProp's cache starts at zero
+        fresh = State(self.model.weights, cache, 0, 0, 0, None, None)
         self._restore(fresh if state is None else state)
         count = workers or worker_count(batch_size)
         cpus = int(ray.cluster_resources().get("CPU", 0))  # so many can start at once
@@ -130,23 +131,23 @@ class Trainer:
         return update
 
     def rmsprop(self, update: Update) -> None:
-        """RMSProp with the gradient sum ``play`` left in ``grad_buffer``; then ``update``'s
-        time, the workers' news and its counters go into the state. Where
-        no game gave a finite gradient, or the weights would stop being finite, it raises
-        ``NonFiniteError`` and changes nothing."""
+        """RMSProp with the gradient sum ``play`` left in ``grad_buffer``, then the update
+        counted (``_count``). Where no game gave a finite gradient, or the weights or cache
+        would stop being finite, it raises ``NonFiniteError`` and changes nothing."""
         lr = self.learning_rate
-        problem = "no game of the update gave a finite gradient"
-        if update.dropped < update.played:
-            try:
-                self.model.rmsprop(self.grad_buffer, self.rmsprop_cache, lr, self.decay_rate)
-                problem = ""
-            except FloatingPointError as e:
-                problem = str(e)
-        if problem:
+        try:
+            if update.dropped == update.played:
+                raise FloatingPointError("no game of the update gave a finite gradient")
+            self.model.rmsprop(self.grad_buffer, self.rmsprop_cache, lr, self.decay_rate)
+        except FloatingPointError as e:
             raise NonFiniteError(
-                f"update {update.number} not applied: {problem} (learning rate {lr:g});"
+                f"update {update.number} not applied: {e} (learning rate {lr:g});"
                 f" stopping with the weights of update {self.updates}"
-            )
+            ) from None
+        self._count(update)
+
+    def _count(self, update: Update) -> None:
+        """``update``'s time, the workers' news and its games into the trainer's counters."""
         update.seconds = time.perf_counter() - update.started
         notes, update.nodes = self.dealer.news()
         update.messages[:0] = notes  # the workers' news, if any, comes first
