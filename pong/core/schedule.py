@@ -144,7 +144,7 @@ class Dealer:
     def next_reply(self) -> ray.ObjectRef | None:
         """The next call replied to, or ``None`` when something else is due first (a retry, a
         backup, a line of the wait for a worker)."""
-        self._say_waiting()
+        self._say_idle()
         now = time.monotonic()
         for i, (when, tries) in list(self.retry.items()):
             if when <= now:  # asked once: its reply, or _lost, says what next
@@ -156,7 +156,7 @@ class Dealer:
             ready, _ = ray.wait(list(self.calls), num_returns=1, timeout=pause, fetch_local=False)
         else:
             time.sleep(pause)
-        self._say_waiting()
+        self._say_idle()
         return ready[0] if ready else None
 
     def _next_due(self, now: float) -> float:
@@ -304,7 +304,7 @@ class Dealer:
                 f" on with the other {len(self.workers) - len(self.gone)}"
             )
 
-    def _say_waiting(self) -> None:
+    def _say_idle(self) -> None:
         """While games wait and no worker is up: a line at once, then every
         ``SAY_EVERY_S``; a ``WorkerError`` past ``wait_for_workers``."""
         if self.up or not self.unfinished():

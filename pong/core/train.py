@@ -44,7 +44,7 @@ class Update:
     number: int  # this update's number, from 1
     running_mean: float | None  # of the games' scores, after each game added
     scores: list[float] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)  # each game's env steps
+    game_steps: list[int] = field(default_factory=list)  # each game's env steps
     messages: list[str] = field(default_factory=list)  # notes and warnings, one line each
     dropped: int = 0  # games whose gradient was not finite
     seconds: float = 0.0  # wall time of the whole update
@@ -68,7 +68,7 @@ class Update:
                     "warning: a worker returned a non-finite gradient; left out of this update"
                 )
             self.scores.append(result.score)
-            self.lengths.append(result.steps)
+            self.game_steps.append(result.steps)
             mean = self.running_mean
             self.running_mean = result.score if mean is None else mean * 0.99 + result.score * 0.01
 
@@ -78,7 +78,7 @@ class Update:
 
     @property
     def steps(self) -> int:
-        return sum(self.lengths)
+        return sum(self.game_steps)
 
     @property
     def steps_per_second(self) -> float:

@@ -44,10 +44,10 @@ class Board:
 
     def record(self, update: Update, trainer: Trainer) -> None:
         step = trainer.steps - update.steps
-        for reward, length in zip(update.scores, update.lengths, strict=True):
-            step += length
-            self._scalar("charts/episodic_return", reward, step)
-            self._scalar("charts/episodic_length", length, step)
+        for score, steps in zip(update.scores, update.game_steps, strict=True):  # CleanRL's tags
+            step += steps
+            self._scalar("charts/episodic_return", score, step)
+            self._scalar("charts/episodic_length", steps, step)
         self._scalar("charts/SPS", update.steps_per_second, trainer.steps)
         self._scalar("charts/running_mean", trainer.running_mean, trainer.steps)
         self._scalar("charts/update_seconds", update.seconds, trainer.steps)

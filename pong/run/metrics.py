@@ -88,7 +88,7 @@ class MetricsLog:
         row["time"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         games = [
             {"game": i, "update": update.number, "score": score, "steps": n}
-            for i, (score, n) in enumerate(zip(scores, update.lengths, strict=True), first)
+            for i, (score, n) in enumerate(zip(scores, update.game_steps, strict=True), first)
         ]
         self.write(row, games)
 

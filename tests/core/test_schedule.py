@@ -121,7 +121,7 @@ def test_no_more_workers_than_cpus_nor_than_games(joined_ray) -> None:
 def _games(trainer: Trainer) -> tuple[dict[int, tuple[float, int]], dict[str, np.ndarray]]:
     """One update's games, by index (score, steps), and their summed gradient."""
     update = trainer.play()
-    scores = zip(update.scores, update.lengths, strict=True)
+    scores = zip(update.scores, update.game_steps, strict=True)
     return dict(enumerate(scores)), {k: v.copy() for k, v in trainer.grad_buffer.items()}
 
 

@@ -51,7 +51,7 @@ def test_results_are_added_in_game_order_whatever_order_they_arrive_in() -> None
             differs |= arrival[k].tobytes() != expected[k].tobytes()
         assert update.running_mean == running and not update.held
         assert update.scores == [r.score for r in results]
-        assert update.lengths == [r.steps for r in results]
+        assert update.game_steps == [r.steps for r in results]
         assert update.played == 12
     assert differs  # the order matters to these numbers, so the test can fail
 
@@ -62,7 +62,7 @@ def _train(updates: int, workers: int, resume: Checkpoint | None = None):
     games = []
     for _ in range(updates):
         update = trainer.update()
-        games.append((update.number, update.scores, update.lengths))
+        games.append((update.number, update.scores, update.game_steps))
         games.append(update.running_mean)
     release(trainer)
     return encode(Checkpoint.of(trainer.state(), TOY)), games

@@ -24,15 +24,15 @@ class Counters:
     def __init__(self) -> None:
         self.steps, self.running_mean = 0, None
 
-    def play(self, rewards: list[float], lengths: list[int], seconds: float) -> SimpleNamespace:
-        self.steps += sum(lengths)
-        self.running_mean = sum(rewards) / len(rewards)
+    def play(self, scores: list[float], game_steps: list[int], seconds: float) -> SimpleNamespace:
+        self.steps += sum(game_steps)
+        self.running_mean = sum(scores) / len(scores)
         return SimpleNamespace(
-            scores=rewards,
-            lengths=lengths,
-            steps=sum(lengths),
+            scores=scores,
+            game_steps=game_steps,
+            steps=sum(game_steps),
             seconds=seconds,
-            steps_per_second=sum(lengths) / seconds,
+            steps_per_second=sum(game_steps) / seconds,
         )
 
 
@@ -47,8 +47,8 @@ def read(run_dir) -> dict[str, list[tuple[int, float]]]:
 
 def test_the_curves_are_cleanrls_tags_at_env_steps(tmp_path) -> None:
     trainer, board = Counters(), Board(tmp_path)
-    for rewards, lengths in (([-21, -20], [100, 150]), ([-19, -21], [120, 80])):
-        board.record(trainer.play(rewards, lengths, seconds=2.0), trainer)
+    for scores, game_steps in (([-21, -20], [100, 150]), ([-19, -21], [120, 80])):
+        board.record(trainer.play(scores, game_steps, seconds=2.0), trainer)
     board.close()
     curves = read(tmp_path)
     assert set(curves) == TAGS
