@@ -176,33 +176,35 @@ class Dealer:
         a slow link delays no other game. A losing copy's gradient is fetched too: only
         ``ray.get`` tells a result from a lost worker."""
         call = self.calls.pop(ref)
-        i, index = call.worker, call.index
         counted = self._current(call)
-        if counted:
-            self.done.add(index)
+        if counted:  # done first: the deal backs up other games, not this one
+            self.done.add(call.index)
             self.deal()
         try:
             reply = ray.get(ref)
         except ray.exceptions.RayActorError as e:  # its process or node was lost
             if counted:
-                self.done.discard(index)
+                self.done.discard(call.index)
             self._lost(call, e)
             return None, None
-        if index is None:
-            self._came_up(i, reply)
-            return None, None
-        if not counted:  # a copy of a game of an earlier update, or of a game done
-            if i in self.up:
-                self.free.add(i)
-            return None, None
+        if call.index is None:
+            self._came_up(call.worker, reply)
+        elif counted:
+            return self._counted(call, reply)
+        elif call.worker in self.up:  # a copy of a game done, or of an earlier update
+            self.free.add(call.worker)
+        return None, None
+
+    def _counted(self, call: Call, reply: Result | None) -> tuple[int | None, Result | None]:
+        """The first reply of a copy of game ``call.index``: its result, the other copy told to
+        stop; or, if the copy gave the game up, the game dealt again."""
+        i, index = call.worker, call.index
         self.free.add(i)
-        if reply is None:  # it gave the game up: deal it again (defensive; only copies of
-            # games done or of earlier updates are told to stop, and neither is counted)
-            self.done.discard(index)
+        if reply is None:  # defensive: only copies of games done or of earlier updates are told
+            self.done.discard(index)  # to stop, and neither is counted
             self.undealt.appendleft(index)
             return None, None
-        # The other copy of this game is told to stop. (Not ray.cancel: a worker lost
-        # meanwhile would reply "cancelled", not "lost".)
+        # Not ray.cancel: a worker lost meanwhile would reply "cancelled", not "lost".
         for other in list(self.calls.values()):
             if other.index == index and other.update == call.update:
                 self.workers[other.worker].abandon.remote(other.copy)

@@ -33,8 +33,8 @@ def game_seed(seed: int, update: int, index: int) -> np.random.SeedSequence:
 
 def game_randomness(seed: np.random.SeedSequence | int | None) -> tuple[np.random.Generator, int]:
     """A game's action draws and its env's reset seed: the two children ``seed.spawn(2)``
-    gives, made by their spawn keys so that every call gives the same two (``spawn`` counts
-    its calls on one object)."""
+    gives on a seed not spawned from yet, built from their spawn keys, since ``spawn`` counts
+    its calls on one object: a seed used again (a game replayed) gives the same two."""
     if not isinstance(seed, np.random.SeedSequence):
         seed = np.random.SeedSequence(seed)
     actions, reset = (
