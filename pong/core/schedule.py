@@ -94,7 +94,7 @@ class Dealer:
         self.undealt, self.done = deque(), set()  # not dealt; replied (out again if a lost worker)
         self.nodes: Counter[str] = Counter()  # node name -> the update's games played there
         self.took: list[float] = []  # seconds each done game's counted copy took
-        self.notes: list[str] = []  # the update's news of the workers, one line each
+        self.notes: list[str] = []  # the update's notes on the workers, one line each
         self.idle_since, self.said_at = None, 0.0  # since when no worker is up; last said
         for i in range(len(workers)):
             self._describe(i)

@@ -45,7 +45,7 @@ class Update:
     running_mean: float | None  # of the games' scores, after each game added
     scores: list[float] = field(default_factory=list)
     game_steps: list[int] = field(default_factory=list)  # each game's env steps
-    messages: list[str] = field(default_factory=list)  # notes and warnings, one line each
+    notes: list[str] = field(default_factory=list)  # notes and warnings, one line each
     dropped: int = 0  # games whose gradient was not finite
     seconds: float = 0.0  # wall time of the whole update
     started: float = 0.0  # time.perf_counter() when it began
@@ -59,12 +59,12 @@ class Update:
         while self.played in self.held:
             result = self.held.pop(self.played)
             if result.note:
-                self.messages.append(f"note: {result.note}")
+                self.notes.append(f"note: {result.note}")
             if result.grad.is_finite():
                 result.grad.add_to(grad_buffer)
             else:  # one bad game must not poison the weights
                 self.dropped += 1
-                self.messages.append(
+                self.notes.append(
                     "warning: a worker returned a non-finite gradient; left out of this update"
                 )
             self.scores.append(result.score)
@@ -147,10 +147,10 @@ class Trainer:
         self._count(update)
 
     def _count(self, update: Update) -> None:
-        """``update``'s time, the workers' news and its games into the trainer's counters."""
+        """``update``'s time, the dealer's notes and its games into the trainer's counters."""
         update.seconds = time.perf_counter() - update.started
         notes, update.nodes = self.dealer.news()
-        update.messages[:0] = notes  # the workers' news, if any, comes first
+        update.notes[:0] = notes  # the dealer's notes on the workers come first
         self.updates += 1
         self.games += update.played
         self.steps += update.steps

@@ -57,8 +57,8 @@ def train(
             with stops.held():  # applied, counted, recorded and printed, or none of these
                 trainer.rmsprop(update)
                 run.record(update, trainer)
-                for message in update.messages:
-                    print(message, flush=True)
+                for note in update.notes:
+                    print(note, flush=True)
                 print(batch_line(update, trainer), flush=True)
             if run.watch_due(trainer.updates):
                 shot = snapshot.take(trainer.model, run.config.env, seed=trainer.updates)

@@ -190,10 +190,10 @@ def test_a_lost_game_goes_to_the_next_worker_free_and_its_worker_comes_back(
     updates, deadline = [trainer.update()], time.monotonic() + 60
     assert marker.exists()  # a worker died mid-game
     back = " is up again (Ray restarted it) on node "
-    while not any(back in n for u in updates for n in u.messages) and time.monotonic() < deadline:
+    while not any(back in n for u in updates for n in u.notes) and time.monotonic() < deadline:
         updates.append(trainer.update())  # the restart takes what it takes on a busy machine
     assert all(u.played == 4 for u in updates)  # yet every game was added
-    notes = [n for u in updates for n in u.messages]
+    notes = [n for u in updates for n in u.notes]
     assert any(" was lost (its process or node); game 1 goes to the next" in n for n in notes), (
         notes
     )
@@ -212,7 +212,7 @@ def test_a_worker_gone_for_good_leaves_its_games_to_the_others(joined_ray) -> No
     ray.kill(workers[0], no_restart=True)
     update = trainer.update()
     assert update.played == 3
-    assert any("RolloutWorker 0 is gone for good" in n for n in update.messages), update.messages
+    assert any("RolloutWorker 0 is gone for good" in n for n in update.notes), update.notes
     ray.kill(workers[1], no_restart=True)
     with pytest.raises(WorkerError, match="every RolloutWorker is gone"):
         trainer.update()
@@ -230,8 +230,8 @@ def test_workers_ray_cannot_place_yet_wait_and_join_with_the_same_bytes(joined_r
     ray.kill(dealer.workers[killed], no_restart=True)  # its CPU goes to the one waiting
     notes, deadline = [], time.monotonic() + 60
     while waiting not in dealer.up and time.monotonic() < deadline:  # it starts in a second
-        notes += trainer.update().messages
-    notes += trainer.update().messages  # and then plays
+        notes += trainer.update().notes
+    notes += trainer.update().notes  # and then plays
     release(trainer)
     assert any(f"RolloutWorker {waiting} is up on node" in n for n in notes), notes
     assert any(f"RolloutWorker {killed} is gone for good" in n for n in notes), notes

@@ -106,7 +106,7 @@ def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(joined_ray) ->
 
     update = trainer.update()
 
-    assert update.messages == [
+    assert update.notes == [
         "warning: a worker returned a non-finite gradient; left out of this update"
     ]
     assert update.played == 2 and trainer.updates == 1 and trainer.games == 2
