@@ -41,7 +41,7 @@ def game(model: Model, frames, rng: np.random.Generator, seed: int, spent: dict)
     frames.reset(seed=seed)
     ale, atari = frames.ale, frames.atari
     changed, arrived = np.empty(0, np.intp), np.empty(0, bool)
-    offsets, indices, values, active = array("q", [0]), array("H"), array("b"), array("B")
+    offsets, indices, values, on_bits = array("q", [0]), array("H"), array("b"), array("B")
     dlogps, rewards, steps, done = array("d"), array("d"), 0, False
     while not done:
         t0 = clock()
@@ -52,7 +52,7 @@ def game(model: Model, frames, rng: np.random.Generator, seed: int, spent: dict)
         indices.frombytes(changed.astype(np.uint16).tobytes())
         values.frombytes(delta.astype(np.int8).tobytes())
         offsets.append(len(indices))
-        active.frombytes(np.packbits(h > 0).tobytes())
+        on_bits.frombytes(np.packbits(h > 0).tobytes())
         dlogps.append((1.0 if action == UP else 0.0) - aprob)
         t2 = clock()
         reward = 0.0

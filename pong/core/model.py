@@ -68,7 +68,7 @@ class SparseGame(NamedTuple):
     offsets: np.ndarray  # (T + 1,) int64, from 0
     indices: np.ndarray  # (N,) uint16 pixel indices
     values: np.ndarray  # (N,) int8: -1, an object left; +1, one arrived
-    active: np.ndarray  # (T, 25) uint8 np.packbits(h > 0): all of eph the backward pass needs
+    on_bits: np.ndarray  # (T, 25) uint8 np.packbits(h > 0), the ReLU pattern: all of eph needed
     # (T,) y - aprob = d log P(action taken) / d logit, before advantages (y: 1 if the action
     # taken was up, else 0, as 2016's "fake label")
     epdlogp: np.ndarray
@@ -152,7 +152,7 @@ class Model:
             stop = min(start + BACKWARD_CHUNK, weighted.size)
             if game.offsets[start] == game.offsets[stop]:
                 continue  # no pixel changed in these steps
-            on = np.unpackbits(game.active[start:stop], axis=1, count=H)  # (block, H)
+            on = np.unpackbits(game.on_bits[start:stop], axis=1, count=H)  # (block, H)
             rows, epx = block_inputs(game, start, stop, row)
             GT[rows] += epx.T @ (weighted[start:stop, None] * on)  # G[j] += sum_t w_t on[t,j] x_t
         dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # row-wise W1[j] . G[j]

@@ -31,7 +31,7 @@ def play_game(
     frames.reset(seed=reset_seed)
     changed, arrived = np.empty(0, np.intp), np.empty(0, bool)  # the first step has no difference
     # Typed buffers that grow: no Python object per step.
-    offsets, indices, values, active = array("q", [0]), array("H"), array("b"), array("B")
+    offsets, indices, values, on_bits = array("q", [0]), array("H"), array("b"), array("B")
     dlogps, drs = array("d"), array("d")
     done = False
     while not done:
@@ -41,7 +41,7 @@ def play_game(
         indices.frombytes(changed.astype(np.uint16).tobytes())
         values.frombytes(delta.astype(np.int8).tobytes())
         offsets.append(len(indices))
-        active.frombytes(np.packbits(h > 0).tobytes())
+        on_bits.frombytes(np.packbits(h > 0).tobytes())
         y = 1.0 if action == UP else 0.0  # the "fake label": pretend the action was right
         dlogps.append(y - aprob)
         changed, arrived, reward, done = frames.step(action)
@@ -52,7 +52,7 @@ def play_game(
         np.frombuffer(offsets, dtype=np.int64),
         np.frombuffer(indices, dtype=np.uint16),
         np.frombuffer(values, dtype=np.int8),
-        np.frombuffer(active, dtype=np.uint8).reshape(len(drs), -1),
+        np.frombuffer(on_bits, dtype=np.uint8).reshape(len(drs), -1),
         np.frombuffer(dlogps, dtype=np.float64),
         np.frombuffer(drs, dtype=np.float64),
     )

@@ -182,8 +182,8 @@ def test_sparse_backward_matches_dense_backward() -> None:
     eph = np.maximum(0, epx @ model.weights["W1"].T)
     epdlogp = rng.standard_normal(T)
     dense = policy_backward(model, eph, epx, epdlogp)
-    active = np.packbits(eph > 0, axis=1)
-    game = SparseGame(offsets, indices, values, active, epdlogp, np.zeros(T))
+    on_bits = np.packbits(eph > 0, axis=1)
+    game = SparseGame(offsets, indices, values, on_bits, epdlogp, np.zeros(T))
     sparse = model.policy_backward_sparse(game, epdlogp)
     assert np.all(np.diff(sparse.columns) > 0)
     np.testing.assert_array_equal(sparse.columns, np.flatnonzero(np.abs(epx).sum(0)))
@@ -195,9 +195,9 @@ def test_sparse_grad_adds_like_the_dense_gradient() -> None:
     rng = np.random.default_rng(8)
     model = Model(seed=8)
     offsets, indices, values, epx = sparse_inputs(50, rng)
-    active = np.packbits(epx @ model.weights["W1"].T > 0, axis=1)
+    on_bits = np.packbits(epx @ model.weights["W1"].T > 0, axis=1)
     epdlogp = rng.standard_normal(50)
-    game = SparseGame(offsets, indices, values, active, epdlogp, np.zeros(50))
+    game = SparseGame(offsets, indices, values, on_bits, epdlogp, np.zeros(50))
     grad = model.policy_backward_sparse(game, epdlogp)
     buffer = {k: rng.standard_normal(v.shape) for k, v in model.weights.items()}
     expected = {k: buffer[k] + dense_grad(grad)[k] for k in buffer}

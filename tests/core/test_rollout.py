@@ -101,8 +101,8 @@ def test_fast_path_plays_the_same_game_and_gives_the_dense_gradient(env_id, seed
     np.testing.assert_array_equal(fast.epdlogp > 0, dense.epdlogp > 0)  # the same actions
     np.testing.assert_allclose(fast.epdlogp, dense.epdlogp, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(dense_inputs(fast), dense.epx)
-    active = np.unpackbits(fast.active, axis=1, count=H).astype(bool)
-    np.testing.assert_array_equal(active, dense.eph > 0)  # the ReLU pattern the backward uses
+    on = np.unpackbits(fast.on_bits, axis=1, count=H).astype(bool)
+    np.testing.assert_array_equal(on, dense.eph > 0)  # the ReLU pattern the backward uses
     if w2_scale > 1:
         assert np.std(dense.epdlogp) > 0.1  # the test above was not only coin flips
 
