@@ -56,8 +56,8 @@ class Update:
         """Add game ``index`` (from 0) once every earlier game is added. Until then it is held;
         at worst, if game 0 finishes last, every other game's ``SparseGrad`` is held at once."""
         self.held[index] = result
-        while self.played in self.held:
-            result = self.held.pop(self.played)
+        while self.games in self.held:
+            result = self.held.pop(self.games)
             if result.note:
                 self.notes.append(f"note: {result.note}")
             if result.grad.is_finite():
@@ -73,7 +73,7 @@ class Update:
             self.running_mean = result.score if mean is None else mean * 0.99 + result.score * 0.01
 
     @property
-    def played(self) -> int:  # games added so far: games 0 to played - 1
+    def games(self) -> int:  # games added so far: games 0 to games - 1
         return len(self.scores)
 
     @property
@@ -136,7 +136,7 @@ class Trainer:
         would stop being finite, it raises ``NonFiniteError`` and changes nothing."""
         lr = self.learning_rate
         try:
-            if update.dropped == update.played:
+            if update.dropped == update.games:
                 raise FloatingPointError("no game of the update gave a finite gradient")
             self.model.rmsprop(self.grad_buffer, self.rmsprop_cache, lr, self.decay_rate)
         except FloatingPointError as e:
@@ -152,7 +152,7 @@ class Trainer:
         notes, update.nodes = self.dealer.news()
         update.notes[:0] = notes  # the dealer's notes on the workers come first
         self.updates += 1
-        self.games += update.played
+        self.games += update.games
         self.steps += update.steps
         self.running_mean = update.running_mean
         if self.best_running_mean is None or self.running_mean > self.best_running_mean:

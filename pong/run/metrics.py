@@ -79,7 +79,7 @@ class MetricsLog:
 
     def record(self, update: Update, trainer: Trainer) -> None:
         """The rows of the update ``trainer`` just made."""
-        scores, first = update.scores, trainer.games - update.played + 1
+        scores, first = update.scores, trainer.games - update.games + 1
         values = (update.number, trainer.games, trainer.steps, round(update.seconds, 4))
         values += (round(update.steps_per_second, 1), trainer.running_mean)
         values += (sum(scores) / len(scores), min(scores), max(scores))

@@ -71,7 +71,7 @@ def started(trainer: Trainer) -> str:
 def batch_line(update: Update, trainer: Trainer) -> str:
     """The line people grep for: keep its words as they are."""
     return (
-        f"Batch {update.number} computed {update.played} rollouts ({update.steps} steps) in"
+        f"Batch {update.number} computed {update.games} rollouts ({update.steps} steps) in"
         f" {update.seconds:.2f} seconds ({update.steps_per_second:.0f} steps/s), running mean is"
         f" {trainer.running_mean:.2f}"
     )

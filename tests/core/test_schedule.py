@@ -94,7 +94,7 @@ def test_each_worker_gets_the_next_game_as_it_finishes_its_last(joined_ray, tmp_
     trainer = with_workers(Trainer(**hyperparameters(TOY)), workers)
     trainer.batch_size = 5
     update = trainer.update()
-    assert update.played == 5
+    assert update.games == 5
     free, waited = (ray.get(a.get_spans.remote()) for a in workers)
     assert len(free) >= 2 and free[1][0] < waited[0][1]  # 2nd game started before the 1st ended
     assert most_at_once(free + waited) == 2
@@ -113,7 +113,7 @@ def test_no_more_workers_than_cpus_nor_than_games(joined_ray) -> None:
     assert len(big.dealer.workers) == 3
     # all three up, however long a busy machine takes to start them (the trainer waits 30 s)
     ray.get([worker.describe.remote() for worker in big.dealer.workers], timeout=300)
-    assert big.update().played == 60
+    assert big.update().games == 60
     assert list(big.dealer.up_by_node().values()) == [3]
     release(big)
 
@@ -192,7 +192,7 @@ def test_a_lost_game_goes_to_the_next_worker_free_and_its_worker_comes_back(
     back = " is up again (Ray restarted it) on node "
     while not any(back in n for u in updates for n in u.notes) and time.monotonic() < deadline:
         updates.append(trainer.update())  # the restart takes what it takes on a busy machine
-    assert all(u.played == 4 for u in updates)  # yet every game was added
+    assert all(u.games == 4 for u in updates)  # yet every game was added
     notes = [n for u in updates for n in u.notes]
     assert any(" was lost (its process or node); game 1 goes to the next" in n for n in notes), (
         notes
@@ -211,7 +211,7 @@ def test_a_worker_gone_for_good_leaves_its_games_to_the_others(joined_ray) -> No
     trainer.update()
     ray.kill(workers[0], no_restart=True)
     update = trainer.update()
-    assert update.played == 3
+    assert update.games == 3
     assert any("RolloutWorker 0 is gone for good" in n for n in update.notes), update.notes
     ray.kill(workers[1], no_restart=True)
     with pytest.raises(WorkerError, match="every RolloutWorker is gone"):
@@ -318,7 +318,7 @@ def test_a_stale_game_is_never_counted_in_the_next_update(joined_ray) -> None:
     trainer.dealer.start(1, 2, ray.put(trainer.model))  # a game dealt, never taken
     assert len(trainer.dealer.calls) == 1
     update = trainer.update()
-    assert update.played == 2 and trainer.updates == 1
+    assert update.games == 2 and trainer.updates == 1
     release(trainer)
     alone = Trainer(**hyperparameters(config), workers=1)
     alone.update()

@@ -52,7 +52,7 @@ def test_results_are_added_in_game_order_whatever_order_they_arrive_in() -> None
         assert update.running_mean == running and not update.held
         assert update.scores == [r.score for r in results]
         assert update.game_steps == [r.steps for r in results]
-        assert update.played == 12
+        assert update.games == 12
     assert differs  # the order matters to these numbers, so the test can fail
 
 
@@ -109,7 +109,7 @@ def test_a_non_finite_gradient_is_left_out_and_the_update_goes_on(joined_ray) ->
     assert update.notes == [
         "warning: a worker returned a non-finite gradient; left out of this update"
     ]
-    assert update.played == 2 and trainer.updates == 1 and trainer.games == 2
+    assert update.games == 2 and trainer.updates == 1 and trainer.games == 2
     # Exactly one RMSProp step with the finite gradient alone.
     expected, cache = Model.from_weights(before), zeros_like_weights(before)
     buffer = zeros_like_weights(before)

@@ -43,7 +43,7 @@ class StandInTrainer:
         self.steps += 200
         self.running_mean = -21.0
         return SimpleNamespace(
-            number=self.updates, played=2, steps=200, seconds=1.0, steps_per_second=200.0,
+            number=self.updates, games=2, steps=200, seconds=1.0, steps_per_second=200.0,
             scores=[-21.0, -21.0], game_steps=[100, 100], nodes={"10.0.0.2": 1, "10.0.0.1": 1},
         )  # fmt: skip
 

@@ -121,7 +121,7 @@ def test_rows_are_flushed_as_written_and_appended_on_reopen(tmp_path) -> None:
 
 def test_each_update_says_how_many_games_each_node_played_also_in_an_older_run(tmp_path) -> None:
     update = SimpleNamespace(
-        number=1, played=3, seconds=1.0, steps_per_second=900.0, scores=[-21.0] * 3,
+        number=1, games=3, seconds=1.0, steps_per_second=900.0, scores=[-21.0] * 3,
         game_steps=[300] * 3, nodes={"10.0.0.2": 1, "10.0.0.1": 2},
     )  # fmt: skip
     trainer = SimpleNamespace(games=3, steps=900, running_mean=-21.0)
@@ -188,7 +188,7 @@ def test_each_row_says_when_it_was_written_and_the_summary_reads_the_wall_clock_
     tmp_path, capsys
 ) -> None:
     update = SimpleNamespace(
-        number=1, played=2, seconds=1.0, steps_per_second=900.0, scores=[-21.0] * 2,
+        number=1, games=2, seconds=1.0, steps_per_second=900.0, scores=[-21.0] * 2,
         game_steps=[450] * 2, nodes={"10.0.0.1": 2},
     )  # fmt: skip
     before = datetime.now(timezone.utc).replace(microsecond=0)
