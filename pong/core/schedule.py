@@ -126,7 +126,7 @@ class Dealer:
 
     def start(self, number: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
         """Deal update ``number``'s first games. A copy of an earlier update's game still in
-        flight (one that lost the race, first copy or backup) is told to stop and never
+        flight (the slower of a game's two copies, first or backup) is told to stop and never
         counted; one of an update stopped mid-way and started again has its number, plays the
         same game and counts."""
         for call in list(self.calls.values()):  # its reply will only free its worker
@@ -173,7 +173,7 @@ class Dealer:
     def take(self, ref: ray.ObjectRef) -> tuple[int | None, Result | None]:
         """``(index, result)`` where ``ref``'s reply is a game's first result, else ``(None,
         None)``. The game is marked done, and backups that fell due are dealt, before the fetch:
-        a slow link delays no other game. A losing copy's gradient is fetched too: only
+        a slow link delays no other game. The slower copy's gradient is fetched too: only
         ``ray.get`` tells a result from a lost worker."""
         call = self.calls.pop(ref)
         counted = self._current(call)
@@ -200,8 +200,8 @@ class Dealer:
         stop; or, if the copy gave the game up, the game dealt again."""
         i, index = call.worker, call.index
         self.free.add(i)
-        if reply is None:  # defensive: only copies of games done or of earlier updates are told
-            self.done.discard(index)  # to stop, and neither is counted
+        if reply is None:  # told to stop as the slower copy, before this update (stopped
+            self.done.discard(index)  # mid-way) was started again: deal the game again
             self.undealt.appendleft(index)
             return None, None
         # Not ray.cancel: a worker lost meanwhile would reply "cancelled", not "lost".
