@@ -284,10 +284,12 @@ class Dealer:
         for good is gone."""
         i, index = call.worker, call.index
         others = any(c.index == index and c.update == call.update for c in self.calls.values())
-        if again := self._current(call) and not others:
+        again = self._current(call) and not others  # the update still needs its game
+        if again:
             self.undealt.appendleft(index)
         self.free.discard(i)
-        if self.up.pop(i, None) is not None or index is not None:
+        was_up = self.up.pop(i, None) is not None
+        if was_up or index is not None:
             self._describe(i)
             then = f"; game {index} goes to the next worker free" if again else ""
             self.notes.append(
