@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import re
 import shlex
+import subprocess
+import sys
 from datetime import datetime
 
 import pytest
@@ -25,6 +27,7 @@ FAST_SWEEP = sorted(p for p in (ROOT / "results" / "fast-sweep").iterdir() if p.
 DROP = [ROOT / "results" / "lr-drop" / rate for rate in ("1e-4", "1e-3")]  # from FAST's policy
 BATCH_20 = ROOT / "results" / "batch-20"  # from FAST's policy too, 20 games an update at 1e-3
 LONG_DROP = ROOT / "results" / "long-drop"  # the drop's run (DROP[0]) resumed, at 1e-4 still
+STICKY = ROOT / "results" / "sticky"  # DROP[0]'s policy played without sticky actions
 TIMED = [FAST, *FAST_SWEEP, *DROP, BATCH_20, LONG_DROP]  # runs whose updates.csv has its time
 RESULTS_MD = (ROOT / "RESULTS.md").read_text()
 README = (ROOT / "README.md").read_text()
@@ -346,3 +349,48 @@ def test_the_agents_play_their_quoted_games_again(run) -> None:
         assert matches[seed][0] == (
             f"Game {seed + 1} (seed {seed}): {outcome} {won}-{lost} in {steps} steps"
         )
+
+
+def test_the_games_without_sticky_actions_are_quoted() -> None:
+    """The drop's policy on its 100 seeds with ``repeat_action_probability=0``, against the same
+    seeds as ``--evaluate`` played them (0.25), as RESULTS.md and the README quote it."""
+    first, matches, last = _evaluation(STICKY)
+    assert first == (
+        "Playing 100 games of ALE/Pong-v5, repeat_action_probability=0.0, with the policy of"
+        f" {DROP[0].relative_to(ROOT)}/policy.safetensors, seed 0"
+    )
+    assert all(matches) and [int(m[2]) for m in matches] == list(range(100))
+    _, sticky, _ = _evaluation(DROP[0])
+    scores = [int(m[4]) - int(m[5]) for m in matches]
+    mean, won = sum(scores) / 100, sum(m[3] == "won" for m in matches)
+    spread = (sum((x - mean) ** 2 for x in scores) / 100) ** 0.5
+    assert (
+        last
+        == f"Mean score {mean:+.2f} (standard deviation {spread:.2f}) over 100 games; won {won}"
+    )
+    gains = [x - (int(m[4]) - int(m[5])) for x, m in zip(scores, sticky, strict=True)]
+    gain = sum(gains) / 100
+    error = (sum((g - gain) ** 2 for g in gains) / 99) ** 0.5 / 10  # of the mean paired gain
+    steps = [
+        sum(int(re.search(r"in (\d+) steps", m[0])[1]) for m in ms) / 100
+        for ms in (matches, sticky)
+    ]
+    text = RESULTS_MD.replace("\n", " ")
+    assert f"mean score {mean:+.2f} (standard deviation {spread:.2f}), won {won} of 100" in text
+    assert f"{scores.count(21)} of them 21-0" in text
+    assert f"{steps[0]:,.0f} steps a game against {steps[1]:,.0f}" in text
+    assert f"{gain:+.2f} a game (standard error {error:.2f})" in text
+    sentences = re.split(r"(?<=\.) ", README.replace("\n", " "))
+    assert [s for s in sentences if str(STICKY.relative_to(ROOT)) in s and f"{mean:+.2f}" in s]
+
+
+@pytest.mark.ale
+def test_the_script_plays_the_quoted_games_without_sticky_actions_and_evaluate_s_with() -> None:
+    script, policy = STICKY / "play.py", DROP[0] / "policy.safetensors"
+    for sticky, run, games in (("0.0", STICKY, 2), ("0.25", DROP[0], 1)):
+        out = subprocess.run(
+            [sys.executable, str(script), str(policy), sticky, str(games)],
+            cwd=ROOT, capture_output=True, text=True, timeout=300, check=True,
+        ).stdout.splitlines()  # fmt: skip
+        _, matches, _ = _evaluation(run)
+        assert out[1 : 1 + games] == [m[0] for m in matches[:games]], (sticky, out)
