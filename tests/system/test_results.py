@@ -7,6 +7,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections import Counter
 from datetime import datetime
 
 import pytest
@@ -377,7 +378,11 @@ def test_the_games_without_sticky_actions_are_quoted() -> None:
     ]
     text = RESULTS_MD.replace("\n", " ")
     assert f"mean score {mean:+.2f} (standard deviation {spread:.2f}), won {won} of 100" in text
-    assert f"{scores.count(21)} of them 21-0" in text
+    assert f"{scores.count(21)} of them 21-0 (the other {100 - scores.count(21)} 21-1)" in text
+    assert scores.count(21) + scores.count(20) == 100
+    [(game, same)] = Counter(m[0].split(": ")[1] for m in matches).most_common(1)
+    steps_each = game.split(" in ")[1].split()[0]
+    assert f"{same} of the 100 seeds play the very same {int(steps_each):,}-step game" in text
     assert f"{steps[0]:,.0f} steps a game against {steps[1]:,.0f}" in text
     assert f"{gain:+.2f} a game (standard error {error:.2f})" in text
     sentences = re.split(r"(?<=\.) ", README.replace("\n", " "))
