@@ -277,6 +277,17 @@ def _evaluation(run, name="evaluation.txt") -> tuple[str, list[re.Match], str]:
     return first, [GAME.fullmatch(line) for line in games], last
 
 
+def _summed(matches: list[re.Match], last: str | None = None) -> tuple[list[int], str]:
+    """100 games' scores, and their summary as RESULTS.md quotes it; with ``last``, checked to
+    be the evaluation's own last line of them."""
+    scores = [int(m[4]) - int(m[5]) for m in matches]
+    mean, won = sum(scores) / 100, sum(m[3] == "won" for m in matches)
+    spread = (sum((x - mean) ** 2 for x in scores) / 100) ** 0.5
+    said = f"Mean score {mean:+.2f} (standard deviation {spread:.2f}) over 100 games; won {won}"
+    assert last is None or last == said
+    return scores, f"mean score {mean:+.2f} (standard deviation {spread:.2f}), won {won} of 100"
+
+
 EVALUATED = [(FAST, "evaluation.txt"), (RUN, "evaluation-100.txt")]
 EVALUATED += [(run, "evaluation.txt") for run in (*DROP, BATCH_20, LONG_DROP)]
 
@@ -292,14 +303,7 @@ def test_the_agents_played_100_fixed_game_seeds_as_quoted(run, name) -> None:
     assert all(matches) and [(int(m[1]), int(m[2])) for m in matches] == [
         (i + 1, i) for i in range(100)
     ]
-    scores = [int(m[4]) - int(m[5]) for m in matches]
-    mean, won = sum(scores) / 100, sum(m[3] == "won" for m in matches)
-    spread = (sum((x - mean) ** 2 for x in scores) / 100) ** 0.5
-    assert (
-        last
-        == f"Mean score {mean:+.2f} (standard deviation {spread:.2f}) over 100 games; won {won}"
-    )
-    quoted = f"mean score {mean:+.2f} (standard deviation {spread:.2f}), won {won} of 100"
+    _, quoted = _summed(matches, last)
     assert quoted in RESULTS_MD.replace("\n", " ")
     assert run != FAST or quoted in README.replace("\n", " ")
 
@@ -362,14 +366,8 @@ def test_the_games_without_sticky_actions_are_quoted() -> None:
     )
     assert all(matches) and [int(m[2]) for m in matches] == list(range(100))
     _, sticky, _ = _evaluation(DROP[0])
-    scores = [int(m[4]) - int(m[5]) for m in matches]
-    mean, won = sum(scores) / 100, sum(m[3] == "won" for m in matches)
-    spread = (sum((x - mean) ** 2 for x in scores) / 100) ** 0.5
-    assert (
-        last
-        == f"Mean score {mean:+.2f} (standard deviation {spread:.2f}) over 100 games; won {won}"
-    )
-    gains = [x - (int(m[4]) - int(m[5])) for x, m in zip(scores, sticky, strict=True)]
+    scores, quoted = _summed(matches, last)
+    gains = [x - y for x, y in zip(scores, _summed(sticky)[0], strict=True)]
     gain = sum(gains) / 100
     error = (sum((g - gain) ** 2 for g in gains) / 99) ** 0.5 / 10  # of the mean paired gain
     steps = [
@@ -377,7 +375,7 @@ def test_the_games_without_sticky_actions_are_quoted() -> None:
         for ms in (matches, sticky)
     ]
     text = RESULTS_MD.replace("\n", " ")
-    assert f"mean score {mean:+.2f} (standard deviation {spread:.2f}), won {won} of 100" in text
+    assert quoted in text
     assert f"{scores.count(21)} of them 21-0 (the other {100 - scores.count(21)} 21-1)" in text
     assert scores.count(21) + scores.count(20) == 100
     [(game, same)] = Counter(m[0].split(": ")[1] for m in matches).most_common(1)
@@ -386,7 +384,8 @@ def test_the_games_without_sticky_actions_are_quoted() -> None:
     assert f"{steps[0]:,.0f} steps a game against {steps[1]:,.0f}" in text
     assert f"{gain:+.2f} a game (standard error {error:.2f})" in text
     sentences = re.split(r"(?<=\.) ", README.replace("\n", " "))
-    assert [s for s in sentences if str(STICKY.relative_to(ROOT)) in s and f"{mean:+.2f}" in s]
+    mean = quoted.split()[2]  # "mean score +X.XX ..."
+    assert [s for s in sentences if str(STICKY.relative_to(ROOT)) in s and mean in s]
 
 
 @pytest.mark.ale
