@@ -61,9 +61,10 @@ def policy_backward(model: Model, eph: np.ndarray, epx: np.ndarray, epdlogp: np.
 class SparseGame(NamedTuple):
     """One game of T steps as the fast path stores it: step ``t``'s input is
     ``values[offsets[t]:offsets[t+1]]`` at pixels ``indices[offsets[t]:offsets[t+1]]``, zero
-    elsewhere. A step takes 8 bytes of offset, 3 for each non-zero input (~26 of them: 78),
-    25 of ReLU pattern and 16 of ``epdlogp`` and reward: ~127 (benchmarks/single_core.py),
-    where 2016's ``epx`` and ``eph`` took 52.8 KB."""
+    elsewhere: each step's ``changed`` pixels and their ``delta`` (the arguments of
+    ``policy_forward_sparse``), one after another. A step takes 8 bytes of offset, 3 for each
+    non-zero input (~26 of them: 78), 25 of ReLU pattern and 16 of ``epdlogp`` and reward:
+    ~127 (benchmarks/single_core.py), where 2016's ``epx`` and ``eph`` took 52.8 KB."""
 
     offsets: np.ndarray  # (T + 1,) int64, from 0
     indices: np.ndarray  # (N,) uint16 pixel indices
@@ -77,7 +78,7 @@ class SparseGame(NamedTuple):
 
 class SparseGrad(NamedTuple):
     """A gradient whose ``W1`` is zero outside ``columns``: the pixels that changed in the game
-    (a few hundred of 6400), so 20 times or more less to send."""
+    (a few hundred of 6400), so 6400 / K times less to send (21 for 300 pixels)."""
 
     columns: np.ndarray  # (K,) sorted pixel indices
     W1_columns: np.ndarray  # (H, K) the gradient's W1 at those columns
@@ -93,15 +94,16 @@ class SparseGrad(NamedTuple):
 
 
 def block_inputs(game: SparseGame, start: int, stop: int, row: np.ndarray) -> tuple:
-    """Steps ``start:stop``'s inputs as a dense (B, M) ``epx`` over only the M pixels they
-    touch: ``(rows, epx)``, ``rows[m]`` the row of ``GT`` that ``epx``'s column m adds to.
-    ``row`` gives each stored input entry its row of ``GT``."""
+    """Steps ``start:stop``'s inputs as a dense (B, M) ``block`` over only the M pixels they
+    touch: ``(rows, block)``. Pixels are numbered by ``row``: ``row[e]`` is the number of
+    stored entry ``e``'s pixel among all the game's changed pixels; ``rows[m]`` is that number
+    for the pixel of ``block``'s column ``m``."""
     first, last = int(game.offsets[start]), int(game.offsets[stop])
-    rows, column = np.unique(row[first:last], return_inverse=True)  # each entry's, in epx
+    rows, column = np.unique(row[first:last], return_inverse=True)  # each entry's, in block
     step = np.repeat(np.arange(stop - start), np.diff(game.offsets[start : stop + 1]))  # its row
-    epx = np.zeros((stop - start, rows.size))
-    epx[step, column] = game.values[first:last]
-    return rows, epx
+    block = np.zeros((stop - start, rows.size))
+    block[step, column] = game.values[first:last]
+    return rows, block
 
 
 class Model:
@@ -129,7 +131,7 @@ class Model:
     ) -> tuple[float, np.ndarray]:
         """2016's ``policy_forward`` for the input ``x`` that is ``delta`` (+-1) at the distinct
         pixels ``changed`` and 0 elsewhere: ``(aprob, h)``."""
-        h = self.weights["W1"][:, changed] @ delta  # (H,): only the K columns that matter
+        h = self.weights["W1"][:, changed] @ delta  # (H,): only the columns of the changed pixels
         np.maximum(h, 0, out=h)  # ReLU (h[h < 0] = 0 would keep a -0.0)
         return sigmoid(float(self.weights["W2"] @ h)), h
 
@@ -137,24 +139,26 @@ class Model:
         """``policy_backward`` for ``game`` and ``weighted`` (T,), ``game.epdlogp`` times the
         advantages, never building the (T, D) ``epx``.
 
-        Derivation: let ``on[t, j] = eph[t, j] > 0`` and ``G[j] = sum_t weighted[t] * on[t, j]
-        * x_t``. ``policy_backward``'s ``dh``, zeroed where off, gives ``dW1[j] = (dh.T @
-        epx)[j] = W2[j] * G[j]``; and since ``eph[t, j] = W1[j] . x_t`` where on, ``dW2[j] =
-        sum_t weighted[t] * eph[t, j] = W1[j] . G[j]``. So only the ReLU pattern is needed,
-        and ``G`` is summed ``BACKWARD_CHUNK`` steps at a time over the pixels they touch.
+        Derivation: for hidden unit ``j``, let ``on[t, j] = eph[t, j] > 0`` and ``G[j] = sum_t
+        weighted[t] * on[t, j] * x_t``, a vector over the K pixels that changed in the game
+        (stored transposed: ``GT``, (K, H)). ``policy_backward``'s ``dh``, zeroed where off,
+        gives ``dW1[j] = (dh.T @ epx)[j] = W2[j] * G[j]``; and since ``eph[t, j] = W1[j] . x_t``
+        where on, ``dW2[j] = sum_t weighted[t] * eph[t, j] = W1[j] . G[j]``. So only the ReLU
+        pattern is needed, and ``G`` is summed ``BACKWARD_CHUNK`` steps at a time over the
+        pixels they touch.
         """
         W1, W2 = self.weights["W1"], self.weights["W2"]
         weighted = np.asarray(weighted, dtype=np.float64).ravel()
-        # Only pixels that ever changed get a non-zero column; row: each entry's row of GT
+        # Only pixels that ever changed get a non-zero column; row: each entry's pixel's number
         columns, row = np.unique(game.indices, return_inverse=True)
         GT = np.zeros((columns.size, H))  # G transposed, (K, H): one row per pixel in columns
         for start in range(0, weighted.size, BACKWARD_CHUNK):
             stop = min(start + BACKWARD_CHUNK, weighted.size)
             if game.offsets[start] == game.offsets[stop]:
                 continue  # no pixel changed in these steps
-            on = np.unpackbits(game.on_bits[start:stop], axis=1, count=H)  # (block, H)
-            rows, epx = block_inputs(game, start, stop, row)
-            GT[rows] += epx.T @ (weighted[start:stop, None] * on)  # G[j] += sum_t w_t on[t,j] x_t
+            on = np.unpackbits(game.on_bits[start:stop], axis=1, count=H)  # (steps, H)
+            rows, block = block_inputs(game, start, stop, row)
+            GT[rows] += block.T @ (weighted[start:stop, None] * on)  # G[j] += sum_t w_t on[t,j] x_t
         dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # row-wise W1[j] . G[j]
         return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 

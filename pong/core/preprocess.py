@@ -49,8 +49,9 @@ class Frames(Protocol):
         """Start a game; its first frame, binarized: (6400,) bool."""
 
     def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
-        """``(changed, arrived, reward, done)`` for one action: the (K,) sorted pixels whose
-        boolean changed, their new values (True: an object arrived), and the game's end."""
+        """``(changed, arrived, reward, done)`` for one action: the sorted pixels whose
+        boolean changed, their new values (True: an object arrived), the step's reward, and
+        whether the game ended."""
 
 
 class GymFrames:

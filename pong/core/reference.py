@@ -34,17 +34,17 @@ def play_game_dense(
     """``play_game``'s game (its arguments but ``stop``), played and stored as 2016 did."""
     observation, _ = env.reset(seed=reset_seed)
     prev_x = None  # the policy sees the difference of consecutive frames
-    xs, hs, dlogps, drs = [], [], [], []
+    xs, hs, dlogps, drs = [], [], [], []  # each step's input x, hidden h, dlogp and reward
     done = False
     while not done:
-        cur_x = preprocess(observation)
+        cur_x = preprocess(observation)  # this step's frame, as 6400 values of 0 or 1
         x = cur_x - prev_x if prev_x is not None else np.zeros(D)
         prev_x = cur_x
         aprob, h = policy_forward(model, x)
         action = UP if rng.random() < aprob else DOWN
         xs.append(x)
         hs.append(h)
-        y = 1.0 if action == UP else 0.0  # the "fake label": pretend the action was right
+        y = 1.0 if action == UP else 0.0  # the "fake label": as if the action taken were correct
         dlogps.append(y - aprob)  # d log P(action taken) / d logit
         observation, reward, terminated, truncated, _ = env.step(action)
         drs.append(float(reward))

@@ -23,8 +23,8 @@ def play_game(
     """Play one game with ``model``: ``rng`` draws one ``rng.random()`` a step for the action,
     ``reset_seed`` goes to the env's reset (``None``: the env's own stream). ``stop()``, if
     given, is asked before the first step and every ``STOP_EVERY`` steps whether the game is no
-    longer wanted; if so, the game is given up and ``None`` returned (the dealer may start one
-    game on two workers and keep the first to finish: ``pong.core.schedule``)."""
+    longer wanted; if so, the unfinished game is given up and ``None`` returned (the dealer may
+    start one game on two workers and keep the first to finish: ``pong.core.schedule``)."""
     if stop is not None and stop():
         return None
     frames = frames_of(env)
@@ -42,11 +42,11 @@ def play_game(
         values.frombytes(delta.astype(np.int8).tobytes())
         offsets.append(len(indices))
         on_bits.frombytes(np.packbits(h > 0).tobytes())
-        y = 1.0 if action == UP else 0.0  # the "fake label": pretend the action was right
+        y = 1.0 if action == UP else 0.0  # the "fake label": as if the action taken were correct
         dlogps.append(y - aprob)
         changed, arrived, reward, done = frames.step(action)
         drs.append(reward)
-        if stop is not None and len(drs) % STOP_EVERY == 0 and stop():
+        if stop is not None and not done and len(drs) % STOP_EVERY == 0 and stop():
             return None
     return SparseGame(
         np.frombuffer(offsets, dtype=np.int64),

@@ -77,25 +77,31 @@ def _started(describes: list[ray.ObjectRef], expect: int) -> list[ray.ObjectRef]
 class Dealer:
     """Deals each update's games to ``workers`` (``RolloutWorker`` handles), seeded from the
     run's ``seed``, once the ``expect`` that can start at once are up (``START_WAIT_S`` at most).
-    ``say`` takes the lines of a wait for a worker up, ended by ``wait_for_workers`` seconds."""
+    While no worker is up, ``say`` prints a line every ``SAY_EVERY_S``; after
+    ``wait_for_workers`` seconds (``None``: never) a ``WorkerError`` ends the wait."""
 
     def __init__(
         self, workers: list, seed: int, expect: int = 1, say: Callable = print,
         wait_for_workers: float | None = None,
     ) -> None:  # fmt: skip
-        self.workers, self.seed, self.say, self.limit = workers, seed, say, wait_for_workers
+        self.workers, self.seed, self.say = workers, seed, say
+        self.wait_for_workers = wait_for_workers
         self.calls: dict[ray.ObjectRef, Call] = {}
         self.copies = itertools.count()  # each copy dealt gets the next number
         self.up: dict[int, str] = {}  # worker -> its node's id
-        self.free, self.gone = set(), set()  # worker numbers, as in the table above
+        self.free: set[int] = set()  # workers up and not playing (the table above)
+        self.gone: set[int] = set()  # workers Ray will not restart again
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
-        self.number, self.model_ref = 0, None  # the number of the update dealt, its model
-        self.undealt, self.done = deque(), set()  # not dealt; replied (out again if a lost worker)
+        self.update = 0  # the number of the update being dealt
+        self.model_ref = None  # its model, in the object store
+        self.undealt: deque[int] = deque()  # its games not dealt yet, lost ones first
+        self.done: set[int] = set()  # its games whose counted copy replied (out again if lost)
         self.nodes: Counter[str] = Counter()  # node name -> the update's games played there
         self.took: list[float] = []  # seconds each done game's counted copy took
         self.notes: list[str] = []  # the update's notes on the workers, one line each
-        self.idle_since, self.said_at = None, 0.0  # since when no worker is up; last said
+        self.idle_since: float | None = None  # since when no worker is up
+        self.said_at = 0.0  # when that was last said
         for i in range(len(workers)):
             self._describe(i)
         for ref in _started(list(self.calls), expect):
@@ -132,7 +138,7 @@ class Dealer:
         for call in list(self.calls.values()):  # its reply will only free its worker
             if call.index is not None and call.update != number:
                 self.workers[call.worker].abandon.remote(call.copy)
-        self.number, self.model_ref = number, model_ref
+        self.update, self.model_ref = number, model_ref
         self.undealt, self.done, self.took = deque(range(batch_size)), set(), []
         self.nodes, self.notes = Counter(), []
         self.deal()
@@ -165,7 +171,8 @@ class Dealer:
         at most ``SAY_EVERY_S`` from ``now``."""
         due = [when for when, _ in self.retry.values()] + [now + SAY_EVERY_S]
         if self.idle_since is not None:
-            due += [self.said_at + SAY_EVERY_S, self.idle_since + (self.limit or math.inf)]
+            due += [self.said_at + SAY_EVERY_S]
+            due += [self.idle_since + (self.wait_for_workers or math.inf)]
         if self.free and (backups := self._backups(0.0)):  # the longest in flight alone
             due.append(backups[0][0] + self._backup_after())
         return min(due)
@@ -198,20 +205,22 @@ class Dealer:
     def _counted(self, call: Call, reply: Result | None) -> tuple[int | None, Result | None]:
         """The first reply of a copy of game ``call.index``: its result, the other copy told to
         stop; or, if the copy gave the game up, the game dealt again."""
-        i, index = call.worker, call.index
-        self.free.add(i)
-        if reply is None:  # told to stop as the slower copy, before this update (stopped
-            self.done.discard(index)  # mid-way) was started again: deal the game again
-            self.undealt.appendleft(index)
+        worker, game = call.worker, call.index
+        self.free.add(worker)
+        # None only where this update was stopped mid-way and started again under its number:
+        # the copy was told to stop as the slower one, and now counts; deal the game again
+        if reply is None:
+            self.done.discard(game)
+            self.undealt.appendleft(game)
             return None, None
         # Not ray.cancel: a worker lost meanwhile would reply "cancelled", not "lost".
         for other in list(self.calls.values()):
-            if other.index == index and other.update == call.update:
+            if other.index == game and other.update == call.update:
                 self.workers[other.worker].abandon.remote(other.copy)
-        self.up[i] = reply.node or self.up[i]  # restarted while idle, it may have moved
+        self.up[worker] = reply.node or self.up[worker]  # restarted while idle, it may have moved
         self.took.append(time.monotonic() - call.since)
-        self.nodes[self.name(self.up[i])] += 1
-        return index, reply
+        self.nodes[self.name(self.up[worker])] += 1
+        return game, reply
 
     def deal(self) -> None:
         """The next undealt games to the free workers; with none left, backups (see above).
@@ -254,14 +263,14 @@ class Dealer:
 
     def _current(self, call: Call) -> bool:
         """Whether ``call`` is a copy of a game of this update not yet done."""
-        return call.index is not None and call.update == self.number and call.index not in self.done
+        return call.index is not None and call.update == self.update and call.index not in self.done
 
     def _deal_to(self, i: int, index: int) -> None:
         """Deal game ``index`` to free worker ``i``, as the next copy."""
         self.free.remove(i)
-        seed, copy = game_seed(self.seed, self.number, index), next(self.copies)
+        seed, copy = game_seed(self.seed, self.update, index), next(self.copies)
         ref = self.workers[i].compute_gradient.remote(self.model_ref, seed, copy)
-        self.calls[ref] = Call(i, index, self.number, time.monotonic(), copy)
+        self.calls[ref] = Call(i, index, self.update, time.monotonic(), copy)
 
     def _describe(self, i: int) -> None:
         """Ask worker ``i`` where it is: Ray replies once it is placed."""
@@ -282,29 +291,30 @@ class Dealer:
         needed (the table above). A worker that was up, or whose copy failed, is asked again
         where it is; one Ray calls unavailable (restarting), after a pause; one Ray says died
         for good is gone."""
-        i, index = call.worker, call.index
-        others = any(c.index == index and c.update == call.update for c in self.calls.values())
+        worker, game = call.worker, call.index
+        others = any(c.index == game and c.update == call.update for c in self.calls.values())
         again = self._current(call) and not others  # the update still needs its game
         if again:
-            self.undealt.appendleft(index)
-        self.free.discard(i)
-        was_up = self.up.pop(i, None) is not None
-        if was_up or index is not None:
-            self._describe(i)
-            then = f"; game {index} goes to the next worker free" if again else ""
+            self.undealt.appendleft(game)
+        self.free.discard(worker)
+        was_up = self.up.pop(worker, None) is not None
+        if was_up or game is not None:
+            self._describe(worker)
+            then = f"; game {game} goes to the next worker free" if again else ""
             self.notes.append(
-                f"note: RolloutWorker {i} was lost (its process or node){then}; it plays"
+                f"note: RolloutWorker {worker} was lost (its process or node){then}; it plays"
                 " again once Ray restarts it, where a CPU is free"
             )
         elif isinstance(error, ray.exceptions.ActorUnavailableError):
-            tries = self.retry.get(i, (0.0, 0))[1]
-            self.retry[i] = (time.monotonic() + RETRY_S[min(tries, len(RETRY_S) - 1)], tries + 1)
+            tries = self.retry.get(worker, (0.0, 0))[1]
+            pause = RETRY_S[min(tries, len(RETRY_S) - 1)]
+            self.retry[worker] = (time.monotonic() + pause, tries + 1)
         else:
-            self.gone.add(i)
-            self.retry.pop(i, None)
+            self.gone.add(worker)
+            self.retry.pop(worker, None)
             why = (str(error).strip() or type(error).__name__).splitlines()[0]
             self.notes.append(
-                f"note: RolloutWorker {i} is gone for good ({why}); the run goes"
+                f"note: RolloutWorker {worker} is gone for good ({why}); the run goes"
                 f" on with the other {len(self.workers) - len(self.gone)}"
             )
 
@@ -323,9 +333,10 @@ class Dealer:
             self.said_at = now
             self.say(f"note: still no RolloutWorker up after {now - self.idle_since:.0f} s"
                      f" ({self._why()})")  # fmt: skip
-        if self.limit is not None and now - self.idle_since >= self.limit:
+        limit = self.wait_for_workers
+        if limit is not None and now - self.idle_since >= limit:
             raise WorkerError(
-                f"no RolloutWorker was up for {self.limit:g} s ({self._why()}); stopping, as"
+                f"no RolloutWorker was up for {limit:g} s ({self._why()}); stopping, as"
                 " --wait-for-workers asks"
             )
 

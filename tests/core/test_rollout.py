@@ -129,6 +129,25 @@ def test_a_game_is_given_up_when_stop_says_so_and_played_whole_otherwise() -> No
 
     whole = play_game(model, env, np.random.default_rng(1), reset_seed=1, stop=never)
     alone = play_game(model, env, np.random.default_rng(1), reset_seed=1)
-    assert len(asked) == 1 + len(whole.epr) // STOP_EVERY > 1  # at the start, then each 256
+    assert len(asked) == 1 + (len(whole.epr) - 1) // STOP_EVERY > 1  # at the start, each 256
     assert whole.epr.tobytes() == alone.epr.tobytes()
     assert whole.epdlogp.tobytes() == alone.epdlogp.tobytes()
+
+
+def test_a_game_that_ends_as_stop_is_asked_is_kept() -> None:
+    """A game whose last step is a ``STOP_EVERY``-th is finished: no ask there gives it up."""
+    import gymnasium as gym
+
+    from pong.core.rollout import STOP_EVERY
+    from pong.envs.toy import Catch
+
+    env = gym.wrappers.TimeLimit(Catch(points=10**6), max_episode_steps=STOP_EVERY)
+    asked = []
+    game = play_game(
+        Model(seed=0),
+        env,
+        np.random.default_rng(0),
+        0,
+        stop=lambda: asked.append(1) or len(asked) > 1,
+    )
+    assert game is not None and len(game.epr) == STOP_EVERY and asked == [1]
