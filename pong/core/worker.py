@@ -32,15 +32,15 @@ def game_seed(seed: int, update: int, index: int) -> np.random.SeedSequence:
 
 
 def game_randomness(seed: np.random.SeedSequence | int | None) -> tuple[np.random.Generator, int]:
-    """A game's action draws and its env's reset seed: the two children ``seed.spawn(2)``
-    gives on a seed not spawned from yet, built from their spawn keys, since ``spawn`` counts
-    its calls on one object: a seed used again (a game replayed) gives the same two."""
+    """A game's action draws and its env's reset seed, from ``seed``'s first two children:
+    those ``seed.spawn(2)`` gives, built from their spawn keys instead, since ``spawn`` counts
+    its calls: a seed used again (a game replayed) gives the same two."""
     if not isinstance(seed, np.random.SeedSequence):
         seed = np.random.SeedSequence(seed)
-    actions, reset = (
+    action_seed, reset_seed = (
         np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k)) for k in (0, 1)
     )
-    return np.random.default_rng(actions), int(reset.generate_state(1)[0])
+    return np.random.default_rng(action_seed), int(reset_seed.generate_state(1)[0])
 
 
 class Result(NamedTuple):
