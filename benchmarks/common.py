@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 import ray
 
-from pong.core.rollout import DOWN, UP
+from pong.core.model import DOWN, UP
 from pong.envs.make import make_env
 from pong.run.cluster import local_ray_settings
 

@@ -1,12 +1,18 @@
 """The algorithm: Karpathy's 2016 policy-gradient Pong, with Ray actors playing the games.
 It imports nothing else of ours. Read in this order; each module uses only those before it,
-except that ``train`` hands the dealing of games to ``schedule``, the last chapter:
+except that ``train`` hands the dealing of games to ``schedule``, the last chapter.
+
+The maths, as 2016 wrote it:
 
 - ``preprocess``: an RGB frame -> 6400 inputs; a game's frames as the pixels that changed.
 - ``rewards``: discounted returns, reset at each point, and advantages.
-- ``model``: the network: 2016's dense passes, the same on sparse inputs, and RMSProp.
-- ``rollout``: one game played and stored, and its gradient.
-- ``reference``: a game played and stored as 2016 did: the tests check the fast path by it.
+- ``model``: the network: 2016's dense passes first, then the same on sparse inputs (for
+  ``rollout``), and RMSProp.
+- ``reference``: a game played and stored as 2016 did, and its gradient.
+
+The fast path, which the tests check against ``reference``, and Ray's loop:
+
+- ``rollout``: the same game played and stored sparsely, and its gradient.
 - ``worker``: ``RolloutWorker``, the Ray actor that plays games, and each game's seed.
 - ``state`` and ``train``: what a checkpoint holds, and Ray's update loop: start the workers,
   get each game's gradient, add them in game order, apply RMSProp once.

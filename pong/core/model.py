@@ -13,11 +13,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["D", "H", "Model", "SparseGame", "SparseGrad", "policy_backward", "policy_forward"]
-__all__ += ["zeros_like_weights"]
+__all__ = ["D", "DOWN", "H", "UP", "Model", "SparseGame", "SparseGrad", "policy_backward"]
+__all__ += ["policy_forward", "zeros_like_weights"]
 
 H = 200  # hidden units
 D = 80 * 80  # inputs: an 80 x 80 difference frame
+UP, DOWN = 2, 3  # the two actions, ALE's "RIGHT" and "LEFT": the paddle moves up and down
 BACKWARD_CHUNK = 64  # steps per block of the sparse backward pass (fastest here; small memory)
 
 

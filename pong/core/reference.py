@@ -10,10 +10,19 @@ from typing import NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from pong.core.model import D, H, Model, SparseGame, SparseGrad, policy_backward, policy_forward
+from pong.core.model import (
+    DOWN,
+    UP,
+    D,
+    H,
+    Model,
+    SparseGame,
+    SparseGrad,
+    policy_backward,
+    policy_forward,
+)
 from pong.core.preprocess import preprocess
 from pong.core.rewards import advantages, gamma
-from pong.core.rollout import DOWN, UP
 
 __all__ = ["DenseGame", "dense_grad", "dense_inputs", "game_gradient_dense", "play_game_dense"]
 

@@ -7,14 +7,13 @@ from array import array
 import gymnasium as gym
 import numpy as np
 
-from pong.core.model import Model, SparseGame, SparseGrad
+from pong.core.model import DOWN, UP, Model, SparseGame, SparseGrad
 from pong.core.preprocess import frames_of
 from pong.core.rewards import advantages, gamma
 
-__all__ = ["DOWN", "UP", "game_gradient", "play_game"]
+__all__ = ["game_gradient", "play_game"]
 
 STOP_EVERY = 256  # steps between asking whether a game is still wanted (~130 ms on a core)
-UP, DOWN = 2, 3  # ALE's "RIGHT" and "LEFT": the paddle moves up and down
 
 
 def play_game(

@@ -4,8 +4,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from pong.core.model import DOWN, UP
 from pong.core.preprocess import GymFrames, binarize, frames_of
-from pong.core.rollout import DOWN, UP
 from pong.envs.frames import UNKNOWN, AleFrames, FastFrames, with_fast_frames
 from pong.envs.make import make_env
 

@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pong.core.rollout import DOWN, UP
+from pong.core.model import DOWN, UP
 from pong.envs.make import make_env
 from pong.envs.seeded_reset import SeededReset, Template, mt19937_text
 
