@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.common import machine, table  # noqa: E402
 from pong.core.model import DOWN, UP, Model  # noqa: E402
 from pong.core.preprocess import frames_of  # noqa: E402
+from pong.core.rollout import policy_forward_sparse  # noqa: E402
 from pong.envs.make import make_env  # noqa: E402
 
 PARTS = ("policy", "store", "emulator", "frame")
@@ -45,7 +46,7 @@ def game(model: Model, frames, rng: np.random.Generator, seed: int, spent: dict)
     while not done:
         t0 = clock()
         delta = np.where(arrived, 1.0, -1.0)
-        aprob, h = model.policy_forward_sparse(changed, delta)
+        aprob, h = policy_forward_sparse(model, changed, delta)
         action = UP if rng.random() < aprob else DOWN
         t1 = clock()
         indices.frombytes(changed.astype(np.uint16).tobytes())
@@ -89,7 +90,7 @@ def main() -> None:
     changed = np.sort(rng.choice(6400, 30, replace=False))  # a typical step: ~30 pixels changed
     delta = np.where(rng.random(30) < 0.5, 1.0, -1.0)
     alone = (
-        min(timeit.repeat(lambda: model.policy_forward_sparse(changed, delta), number=2000)) / 2000
+        min(timeit.repeat(lambda: policy_forward_sparse(model, changed, delta), number=2000)) / 2000
     )
     print(machine())
     print(f"ALE/Pong-v5, {args.games} games, {steps} steps, one process, one BLAS thread\n")

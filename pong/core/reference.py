@@ -10,26 +10,16 @@ from typing import NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from pong.core.model import (
-    DOWN,
-    UP,
-    D,
-    H,
-    Model,
-    SparseGame,
-    SparseGrad,
-    policy_backward,
-    policy_forward,
-)
+from pong.core.model import DOWN, UP, D, Model, policy_backward, policy_forward
 from pong.core.preprocess import preprocess
 from pong.core.rewards import advantages, gamma
 
-__all__ = ["DenseGame", "dense_grad", "dense_inputs", "game_gradient_dense", "play_game_dense"]
+__all__ = ["DenseGame", "game_gradient_dense", "play_game_dense"]
 
 
 class DenseGame(NamedTuple):
     """One game of T steps as 2016 stored it: ``epx`` (T, D), ``eph`` (T, H), and
-    ``epdlogp`` and ``epr`` (T,) as in ``SparseGame``."""
+    ``epdlogp`` (d log P(action taken) / d logit) and ``epr`` (each step's reward), (T,)."""
 
     epx: np.ndarray
     eph: np.ndarray
@@ -67,18 +57,3 @@ def game_gradient_dense(
     """``game_gradient`` through ``policy_backward``: ``({"W1", "W2"}, note)``."""
     adv, note = advantages(game.epr, gamma)
     return policy_backward(model, game.eph, game.epx, game.epdlogp * adv), note
-
-
-def dense_inputs(game: SparseGame) -> np.ndarray:
-    """A ``SparseGame``'s inputs as the (T, D) float64 ``epx`` of a ``DenseGame``."""
-    epx = np.zeros((len(game.epr), D))
-    rows = np.repeat(np.arange(len(game.epr)), np.diff(game.offsets))
-    epx[rows, game.indices] = game.values
-    return epx
-
-
-def dense_grad(grad: SparseGrad) -> dict[str, np.ndarray]:
-    """A ``SparseGrad`` as ``policy_backward`` gives one: ``{"W1": (H, D), "W2": (H,)}``."""
-    W1 = np.zeros((H, D), order="F")
-    W1[:, grad.columns] = grad.W1_columns
-    return {"W1": W1, "W2": grad.W2.copy()}

@@ -1,19 +1,59 @@
-"""One game played with the policy and stored as a ``SparseGame``, and its gradient."""
+"""The fast path: one game played with the policy and stored sparsely, and its gradient.
+``reference`` computes the same as 2016 did; here only the ~26 inputs of a step that are not 0
+(each -1 or +1) are stored and multiplied, and the tests check the two agree up to rounding."""
 
 from __future__ import annotations
 
 from array import array
+from typing import NamedTuple
 
 import gymnasium as gym
 import numpy as np
 
-from pong.core.model import DOWN, UP, Model, SparseGame, SparseGrad
+from pong.core.model import DOWN, UP, D, H, Model, sigmoid
 from pong.core.preprocess import frames_of
 from pong.core.rewards import advantages, gamma
 
-__all__ = ["game_gradient", "play_game"]
+__all__ = ["SparseGame", "SparseGrad", "game_gradient", "play_game", "policy_backward_sparse"]
+__all__ += ["policy_forward_sparse"]
 
 STOP_EVERY = 256  # steps between asking whether a game is still wanted (~130 ms on a core)
+BACKWARD_CHUNK = 64  # steps per block of the sparse backward pass (fastest here; small memory)
+
+
+class SparseGame(NamedTuple):
+    """One game of T steps as the fast path stores it: step ``t``'s input is
+    ``values[offsets[t]:offsets[t+1]]`` at pixels ``indices[offsets[t]:offsets[t+1]]``, zero
+    elsewhere: each step's ``changed`` pixels and their ``delta`` (the arguments of
+    ``policy_forward_sparse``), one after another. A step takes 8 bytes of offset, 3 for each
+    non-zero input (~26 of them: 78), 25 of ReLU pattern and 16 of ``epdlogp`` and reward:
+    ~127 (benchmarks/single_core.py), where 2016's ``epx`` and ``eph`` took 52.8 KB."""
+
+    offsets: np.ndarray  # (T + 1,) int64, from 0
+    indices: np.ndarray  # (N,) uint16 pixel indices
+    values: np.ndarray  # (N,) int8: -1, an object left; +1, one arrived
+    on_bits: np.ndarray  # (T, 25) uint8 np.packbits(h > 0), the ReLU pattern: all of eph needed
+    # (T,) y - aprob = d log P(action taken) / d logit, before advantages (y: 1 if the action
+    # taken was up, else 0, as 2016's "fake label")
+    epdlogp: np.ndarray
+    epr: np.ndarray  # (T,) each step's reward
+
+    def epx(self) -> np.ndarray:
+        """The game's inputs as 2016's (T, D) float64 ``epx`` (for checking against it)."""
+        epx = np.zeros((len(self.epr), D))
+        rows = np.repeat(np.arange(len(self.epr)), np.diff(self.offsets))
+        epx[rows, self.indices] = self.values
+        return epx
+
+
+def policy_forward_sparse(
+    model: Model, changed: np.ndarray, delta: np.ndarray
+) -> tuple[float, np.ndarray]:
+    """2016's ``policy_forward`` for the input ``x`` that is ``delta`` (+-1) at the distinct
+    pixels ``changed`` and 0 elsewhere: ``(aprob, h)``."""
+    h = model.weights["W1"][:, changed] @ delta  # (H,): only the columns of the changed pixels
+    np.maximum(h, 0, out=h)  # ReLU (h[h < 0] = 0 would keep a -0.0)
+    return sigmoid(float(model.weights["W2"] @ h)), h
 
 
 def play_game(
@@ -35,7 +75,7 @@ def play_game(
     done = False
     while not done:
         delta = np.where(arrived, 1.0, -1.0)  # +1: an object arrived, -1: it left
-        aprob, h = model.policy_forward_sparse(changed, delta)
+        aprob, h = policy_forward_sparse(model, changed, delta)
         action = UP if rng.random() < aprob else DOWN
         indices.frombytes(changed.astype(np.uint16).tobytes())
         values.frombytes(delta.astype(np.int8).tobytes())
@@ -57,6 +97,70 @@ def play_game(
     )
 
 
+class SparseGrad(NamedTuple):
+    """A gradient whose ``W1`` is zero outside ``columns``: the pixels that changed in the game
+    (a few hundred of 6400), so 6400 / K times less to send (21 for 300 pixels)."""
+
+    columns: np.ndarray  # (K,) sorted pixel indices
+    W1_columns: np.ndarray  # (H, K) the gradient's W1 at those columns
+    W2: np.ndarray  # (H,)
+
+    def add_to(self, grad_buffer: dict[str, np.ndarray]) -> None:
+        """``grad_buffer += self``, in place."""
+        grad_buffer["W1"][:, self.columns] += self.W1_columns
+        grad_buffer["W2"] += self.W2
+
+    def is_finite(self) -> bool:
+        return bool(np.isfinite(self.W1_columns).all() and np.isfinite(self.W2).all())
+
+    def dense(self) -> dict[str, np.ndarray]:
+        """As ``policy_backward`` gives a gradient: ``{"W1": (H, D), "W2": (H,)}``."""
+        W1 = np.zeros((H, D), order="F")
+        W1[:, self.columns] = self.W1_columns
+        return {"W1": W1, "W2": self.W2.copy()}
+
+
+def block_inputs(game: SparseGame, start: int, stop: int, row: np.ndarray) -> tuple:
+    """Steps ``start:stop``'s inputs as a dense (B, M) ``block`` over only the M pixels they
+    touch: ``(rows, block)``. Pixels are numbered by ``row``: ``row[e]`` is the number of
+    stored entry ``e``'s pixel among all the game's changed pixels; ``rows[m]`` is that number
+    for the pixel of ``block``'s column ``m``."""
+    first, last = int(game.offsets[start]), int(game.offsets[stop])
+    rows, column = np.unique(row[first:last], return_inverse=True)  # each entry's, in block
+    step = np.repeat(np.arange(stop - start), np.diff(game.offsets[start : stop + 1]))  # its row
+    block = np.zeros((stop - start, rows.size))
+    block[step, column] = game.values[first:last]
+    return rows, block
+
+
+def policy_backward_sparse(model: Model, game: SparseGame, weighted: np.ndarray) -> SparseGrad:
+    """``policy_backward`` for ``game`` and ``weighted`` (T,), ``game.epdlogp`` times the
+    advantages, never building the (T, D) ``epx``.
+
+    Derivation: for hidden unit ``j``, let ``on[t, j] = eph[t, j] > 0`` and ``G[j] = sum_t
+    weighted[t] * on[t, j] * x_t``, a vector over the K pixels that changed in the game
+    (stored transposed: ``GT``, (K, H)). ``policy_backward``'s ``dh``, zeroed where off,
+    gives ``dW1[j] = (dh.T @ epx)[j] = W2[j] * G[j]``; and since ``eph[t, j] = W1[j] . x_t``
+    where on, ``dW2[j] = sum_t weighted[t] * eph[t, j] = W1[j] . G[j]``. So only the ReLU
+    pattern is needed, and ``G`` is summed ``BACKWARD_CHUNK`` steps at a time over the
+    pixels they touch.
+    """
+    W1, W2 = model.weights["W1"], model.weights["W2"]
+    weighted = np.asarray(weighted, dtype=np.float64).ravel()
+    # Only pixels that ever changed get a non-zero column; row: each entry's pixel's number
+    columns, row = np.unique(game.indices, return_inverse=True)
+    GT = np.zeros((columns.size, H))  # G transposed, (K, H): one row per pixel in columns
+    for start in range(0, weighted.size, BACKWARD_CHUNK):
+        stop = min(start + BACKWARD_CHUNK, weighted.size)
+        if game.offsets[start] == game.offsets[stop]:
+            continue  # no pixel changed in these steps
+        on = np.unpackbits(game.on_bits[start:stop], axis=1, count=H)  # (steps, H)
+        rows, block = block_inputs(game, start, stop, row)
+        GT[rows] += block.T @ (weighted[start:stop, None] * on)  # G[j] += sum_t w_t on[t,j] x_t
+    dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # row-wise W1[j] . G[j]
+    return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
+
+
 def game_gradient(
     model: Model, game: SparseGame, gamma: float = gamma
 ) -> tuple[SparseGrad, str | None]:
@@ -64,4 +168,4 @@ def game_gradient(
     through the network. ``(grad, note)``: ``note`` is ``None``, or says why the gradient is
     zero (``pong.core.rewards.advantages``)."""
     adv, note = advantages(game.epr, gamma)
-    return model.policy_backward_sparse(game, game.epdlogp * adv), note
+    return policy_backward_sparse(model, game, game.epdlogp * adv), note

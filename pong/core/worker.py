@@ -11,8 +11,8 @@ import gymnasium as gym
 import numpy as np
 import ray
 
-from pong.core.model import Model, SparseGrad
-from pong.core.rollout import game_gradient, play_game
+from pong.core.model import Model
+from pong.core.rollout import SparseGrad, game_gradient, play_game
 
 __all__ = ["MAX_RESTARTS", "WORKER_MEMORY", "Result", "RolloutWorker", "game_randomness"]
 __all__ += ["game_seed"]

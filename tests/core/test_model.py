@@ -3,8 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pong.core.model import D, H, Model, SparseGame, zeros_like_weights
-from pong.core.reference import dense_grad, policy_backward, policy_forward
+from pong.core.model import D, H, Model, policy_backward, policy_forward, zeros_like_weights
 
 
 def random_game(model: Model, T: int, rng: np.random.Generator):
@@ -146,66 +145,6 @@ def test_update_refuses_a_non_finite_gradient_or_step_and_changes_nothing(bad, m
     for k in before:
         np.testing.assert_array_equal(model.weights[k], before[k])
         assert not cache[k].any()
-
-
-def sparse_inputs(T: int, rng: np.random.Generator):
-    """Random sparse +-1 inputs as (offsets, indices, values, epx), some steps empty."""
-    counts = rng.integers(0, 40, T)
-    counts[0] = 0  # the first step of a game has no input
-    indices = np.concatenate([rng.choice(D, c, replace=False) for c in counts]).astype(np.uint16)
-    values = rng.choice(np.array([-1, 1], np.int8), indices.size)
-    offsets = np.concatenate([[0], np.cumsum(counts)])
-    epx = np.zeros((T, D))
-    for t in range(T):
-        epx[t, indices[offsets[t] : offsets[t + 1]]] = values[offsets[t] : offsets[t + 1]]
-    return offsets, indices, values, epx
-
-
-def test_sparse_forward_matches_dense_forward() -> None:
-    rng = np.random.default_rng(6)
-    model = Model(seed=6)
-    offsets, indices, values, epx = sparse_inputs(5, rng)
-    for t in range(5):
-        i, v = indices[offsets[t] : offsets[t + 1]], values[offsets[t] : offsets[t + 1]]
-        aprob, h = model.policy_forward_sparse(i, v.astype(float))
-        aprob_dense, h_dense = policy_forward(model, epx[t])
-        np.testing.assert_allclose(h, h_dense, rtol=1e-12, atol=1e-14)
-        assert aprob == pytest.approx(aprob_dense, rel=1e-12)
-
-
-def test_sparse_backward_matches_dense_backward() -> None:
-    rng = np.random.default_rng(7)
-    model = Model(seed=7)
-    model.weights["W2"] *= 10
-    T = 2500  # many BACKWARD_CHUNKs
-    offsets, indices, values, epx = sparse_inputs(T, rng)
-    eph = np.maximum(0, epx @ model.weights["W1"].T)
-    epdlogp = rng.standard_normal(T)
-    dense = policy_backward(model, eph, epx, epdlogp)
-    on_bits = np.packbits(eph > 0, axis=1)
-    game = SparseGame(offsets, indices, values, on_bits, epdlogp, np.zeros(T))
-    sparse = model.policy_backward_sparse(game, epdlogp)
-    assert np.all(np.diff(sparse.columns) > 0)
-    np.testing.assert_array_equal(sparse.columns, np.flatnonzero(np.abs(epx).sum(0)))
-    for k in ("W1", "W2"):
-        np.testing.assert_allclose(dense_grad(sparse)[k], dense[k], rtol=1e-9, atol=1e-12)
-
-
-def test_sparse_grad_adds_like_the_dense_gradient() -> None:
-    rng = np.random.default_rng(8)
-    model = Model(seed=8)
-    offsets, indices, values, epx = sparse_inputs(50, rng)
-    on_bits = np.packbits(epx @ model.weights["W1"].T > 0, axis=1)
-    epdlogp = rng.standard_normal(50)
-    game = SparseGame(offsets, indices, values, on_bits, epdlogp, np.zeros(50))
-    grad = model.policy_backward_sparse(game, epdlogp)
-    buffer = {k: rng.standard_normal(v.shape) for k, v in model.weights.items()}
-    expected = {k: buffer[k] + dense_grad(grad)[k] for k in buffer}
-    grad.add_to(buffer)
-    for k in buffer:
-        np.testing.assert_array_equal(buffer[k], expected[k])
-    assert grad.is_finite()
-    assert not grad._replace(W2=np.full(H, np.nan)).is_finite()
 
 
 def test_weights_stay_column_major_through_updates() -> None:

@@ -3,19 +3,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pong.core.model import D, H, Model
-from pong.core.reference import (
-    dense_grad,
-    dense_inputs,
-    game_gradient_dense,
-    play_game_dense,
-    policy_forward,
-)
+from pong.core.model import D, H, Model, policy_backward, policy_forward
+from pong.core.reference import game_gradient_dense, play_game_dense
 from pong.core.rewards import advantages
-from pong.core.rollout import game_gradient, play_game
+from pong.core.rollout import (
+    SparseGame,
+    game_gradient,
+    play_game,
+    policy_backward_sparse,
+    policy_forward_sparse,
+)
 from pong.envs.make import make_env
 
-pytestmark = pytest.mark.ale
+ale = pytest.mark.ale  # the tests that play real Pong
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +28,7 @@ def played():
     return model, game
 
 
+@ale
 def test_dense_game_shapes(played) -> None:
     _, ep = played
     T = len(ep.epr)
@@ -35,6 +36,7 @@ def test_dense_game_shapes(played) -> None:
     assert ep.epdlogp.shape == (T,) and ep.epr.shape == (T,)
 
 
+@ale
 def test_a_game_is_one_whole_game(played) -> None:
     _, ep = played
     assert set(np.unique(ep.epr)) <= {-1.0, 0.0, 1.0}
@@ -43,6 +45,7 @@ def test_a_game_is_one_whole_game(played) -> None:
     assert ep.epr[-1] != 0  # ...on the step that scores the last point
 
 
+@ale
 def test_inputs_are_difference_frames(played) -> None:
     _, ep = played
     assert not ep.epx[0].any()  # first step: no previous frame
@@ -51,6 +54,7 @@ def test_inputs_are_difference_frames(played) -> None:
     assert 0 < np.median(nonzero) < 100  # a ball and two paddles move: few pixels change
 
 
+@ale
 def test_stored_hidden_states_and_labels_match_the_model(played) -> None:
     model, ep = played
     for t in (0, 1, len(ep.epr) // 2, len(ep.epr) - 1):
@@ -59,6 +63,7 @@ def test_stored_hidden_states_and_labels_match_the_model(played) -> None:
         assert ep.epdlogp[t] in (1 - aprob, -aprob)  # y - aprob with y in {0, 1}
 
 
+@ale
 def test_game_gradient_is_the_dense_formula(played) -> None:
     model, ep = played
     grad, note = game_gradient_dense(model, ep)
@@ -72,6 +77,7 @@ def test_game_gradient_is_the_dense_formula(played) -> None:
     np.testing.assert_allclose(grad["W1"], dW1, rtol=1e-9, atol=1e-12)
 
 
+@ale
 def test_same_seeds_give_the_same_game_and_gradient(played) -> None:
     model, ep = played
     env = make_env()
@@ -87,6 +93,7 @@ def test_same_seeds_give_the_same_game_and_gradient(played) -> None:
 @pytest.mark.parametrize(
     ("env_id", "seed", "w2_scale"), [("ALE/Pong-v5", 1, 1.0), ("Pong-v0", 2, 30.0)]
 )
+@ale
 def test_fast_path_plays_the_same_game_and_gives_the_dense_gradient(env_id, seed, w2_scale) -> None:
     """The sparse rollout and backward pass against the 2016 dense formulas, on real Pong."""
     model = Model(seed=seed)
@@ -100,7 +107,7 @@ def test_fast_path_plays_the_same_game_and_gives_the_dense_gradient(env_id, seed
     np.testing.assert_array_equal(fast.epr, dense.epr)
     np.testing.assert_array_equal(fast.epdlogp > 0, dense.epdlogp > 0)  # the same actions
     np.testing.assert_allclose(fast.epdlogp, dense.epdlogp, rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(dense_inputs(fast), dense.epx)
+    np.testing.assert_array_equal(fast.epx(), dense.epx)
     on = np.unpackbits(fast.on_bits, axis=1, count=H).astype(bool)
     np.testing.assert_array_equal(on, dense.eph > 0)  # the ReLU pattern the backward uses
     if w2_scale > 1:
@@ -109,12 +116,13 @@ def test_fast_path_plays_the_same_game_and_gives_the_dense_gradient(env_id, seed
     fast_grad, _ = game_gradient(model, fast)
     reference, _ = game_gradient_dense(model, dense)
     for k in ("W1", "W2"):
-        got, want = dense_grad(fast_grad)[k], reference[k]
+        got, want = fast_grad.dense()[k], reference[k]
         assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max(), k
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
     assert sum(a.nbytes for a in fast) / len(fast.epr) <= 1024  # the 2016 storage: ~53 KB a step
 
 
+@ale
 def test_a_game_is_given_up_when_stop_says_so_and_played_whole_otherwise() -> None:
     """``stop`` is asked every ``STOP_EVERY`` steps: a game it stops returns None at the first
     ask, and one it never stops is the game played without it."""
@@ -151,3 +159,63 @@ def test_a_game_that_ends_as_stop_is_asked_is_kept() -> None:
         stop=lambda: asked.append(1) or len(asked) > 1,
     )
     assert game is not None and len(game.epr) == STOP_EVERY and asked == [1]
+
+
+def sparse_inputs(T: int, rng: np.random.Generator):
+    """Random sparse +-1 inputs as (offsets, indices, values, epx), some steps empty."""
+    counts = rng.integers(0, 40, T)
+    counts[0] = 0  # the first step of a game has no input
+    indices = np.concatenate([rng.choice(D, c, replace=False) for c in counts]).astype(np.uint16)
+    values = rng.choice(np.array([-1, 1], np.int8), indices.size)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    epx = np.zeros((T, D))
+    for t in range(T):
+        epx[t, indices[offsets[t] : offsets[t + 1]]] = values[offsets[t] : offsets[t + 1]]
+    return offsets, indices, values, epx
+
+
+def test_sparse_forward_matches_dense_forward() -> None:
+    rng = np.random.default_rng(6)
+    model = Model(seed=6)
+    offsets, indices, values, epx = sparse_inputs(5, rng)
+    for t in range(5):
+        i, v = indices[offsets[t] : offsets[t + 1]], values[offsets[t] : offsets[t + 1]]
+        aprob, h = policy_forward_sparse(model, i, v.astype(float))
+        aprob_dense, h_dense = policy_forward(model, epx[t])
+        np.testing.assert_allclose(h, h_dense, rtol=1e-12, atol=1e-14)
+        assert aprob == pytest.approx(aprob_dense, rel=1e-12)
+
+
+def test_sparse_backward_matches_dense_backward() -> None:
+    rng = np.random.default_rng(7)
+    model = Model(seed=7)
+    model.weights["W2"] *= 10
+    T = 2500  # many BACKWARD_CHUNKs
+    offsets, indices, values, epx = sparse_inputs(T, rng)
+    eph = np.maximum(0, epx @ model.weights["W1"].T)
+    epdlogp = rng.standard_normal(T)
+    dense = policy_backward(model, eph, epx, epdlogp)
+    on_bits = np.packbits(eph > 0, axis=1)
+    game = SparseGame(offsets, indices, values, on_bits, epdlogp, np.zeros(T))
+    sparse = policy_backward_sparse(model, game, epdlogp)
+    assert np.all(np.diff(sparse.columns) > 0)
+    np.testing.assert_array_equal(sparse.columns, np.flatnonzero(np.abs(epx).sum(0)))
+    for k in ("W1", "W2"):
+        np.testing.assert_allclose(sparse.dense()[k], dense[k], rtol=1e-9, atol=1e-12)
+
+
+def test_sparse_grad_adds_like_the_dense_gradient() -> None:
+    rng = np.random.default_rng(8)
+    model = Model(seed=8)
+    offsets, indices, values, epx = sparse_inputs(50, rng)
+    on_bits = np.packbits(epx @ model.weights["W1"].T > 0, axis=1)
+    epdlogp = rng.standard_normal(50)
+    game = SparseGame(offsets, indices, values, on_bits, epdlogp, np.zeros(50))
+    grad = policy_backward_sparse(model, game, epdlogp)
+    buffer = {k: rng.standard_normal(v.shape) for k, v in model.weights.items()}
+    expected = {k: buffer[k] + grad.dense()[k] for k in buffer}
+    grad.add_to(buffer)
+    for k in buffer:
+        np.testing.assert_array_equal(buffer[k], expected[k])
+    assert grad.is_finite()
+    assert not grad._replace(W2=np.full(H, np.nan)).is_finite()

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import ray
 
-from pong.core.model import D, H, Model, SparseGrad, zeros_like_weights
+from pong.core.model import D, H, Model, zeros_like_weights
+from pong.core.rollout import SparseGrad
 from pong.core.train import NonFiniteError, Trainer, Update
 from pong.core.worker import Result
 from pong.run.checkpoint import Checkpoint, decode, encode

@@ -9,7 +9,6 @@ import pytest
 import ray
 
 from pong.core.model import D, H, Model
-from pong.core.reference import dense_grad
 from pong.core.worker import RolloutWorker, game_seed
 from pong.envs.make import env_maker
 
@@ -26,13 +25,13 @@ def test_a_game_is_its_seed_s_whichever_worker_plays_it_after_whatever(joined_ra
     ra, rb = ray.get(
         [a.compute_gradient.remote(model_ref, seed), b.compute_gradient.remote(model_ref, seed)]
     )
-    assert dense_grad(ra.grad)["W1"].shape == (H, D) and ra.grad.W2.shape == (H,)
+    assert ra.grad.dense()["W1"].shape == (H, D) and ra.grad.W2.shape == (H,)
     assert ra.grad.is_finite()
     assert np.any(ra.grad.W1_columns) and ra.note is None
     assert -21 <= ra.score <= 21 and ra.steps > 100
     assert ra.score == rb.score and ra.steps == rb.steps
     for k in ("W1", "W2"):
-        np.testing.assert_array_equal(dense_grad(ra.grad)[k], dense_grad(rb.grad)[k])
+        np.testing.assert_array_equal(ra.grad.dense()[k], rb.grad.dense()[k])
 
 
 def pools_into(path: Path):

@@ -254,7 +254,7 @@ def test_a_made_up_name_is_reported(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "`pong/core/model.py` `Model.rmsprop`, `Model.policy_forward_sparse` and `sigmoid`",
+        "`pong/core/model.py` `Model.rmsprop`, `Model.from_weights` and `sigmoid`",
         "the sum is `pong.core.train.Update.add`, called by `Trainer.play`",
         "| the actor | `pong/core/worker.py` | `RolloutWorker.compute_gradient` |",
         "`Update.held`, `Trainer.grad_buffer`, `ray.wait`, `env.step`, `ImportError`",
