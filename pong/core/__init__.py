@@ -19,20 +19,3 @@ The fast path, which the tests check against ``reference``, and Ray's loop:
 - ``schedule``: ``Dealer``, which deals the games as workers come and go, and starts backups
   of slow games. A first reading can skip it.
 """
-
-from __future__ import annotations
-
-import importlib
-
-# Where each name lives; the actor and the trainer bring Ray with them. Not ``preprocess``:
-# its module, ``pong.core.preprocess``, would shadow it.
-_HOMES = dict(Model="model", RolloutWorker="worker", State="state", Trainer="train")
-_HOMES |= dict(game_gradient="rollout", play_game="rollout", process_rewards="rewards")
-__all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str) -> object:
-    """Each name imported on first use (PEP 562), so ``Model`` comes without Ray."""
-    if name not in _HOMES:
-        raise AttributeError(f"module 'pong.core' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"pong.core.{_HOMES[name]}"), name)
