@@ -84,13 +84,13 @@ class Model:
         for k in self.weights:
             if not np.all(np.isfinite(grad_buffer[k])):
                 raise FloatingPointError(f"refusing a non-finite gradient for {k}")
-        new = {}
+        new_cache, new_weights = {}, {}
         for k, w in self.weights.items():
             g = grad_buffer[k]
             with np.errstate(over="ignore", invalid="ignore"):  # refused below instead
-                cache = decay_rate * rmsprop_cache[k] + (1 - decay_rate) * g**2
-                new[k] = cache, w + learning_rate * g / (np.sqrt(cache) + 1e-5)
-            if not (np.isfinite(new[k][0]).all() and np.isfinite(new[k][1]).all()):
+                cache = new_cache[k] = decay_rate * rmsprop_cache[k] + (1 - decay_rate) * g**2
+                new_weights[k] = w + learning_rate * g / (np.sqrt(cache) + 1e-5)
+            if not (np.isfinite(cache).all() and np.isfinite(new_weights[k]).all()):
                 raise FloatingPointError(f"the update would make {k} or its cache non-finite")
-        for k, (cache, w) in new.items():
-            rmsprop_cache[k], self.weights[k] = cache, w
+        rmsprop_cache.update(new_cache)
+        self.weights.update(new_weights)

@@ -52,7 +52,7 @@ def policy_forward_sparse(
     """2016's ``policy_forward`` for the input ``x`` that is ``delta`` (+-1) at the distinct
     pixels ``changed`` and 0 elsewhere: ``(aprob, h)``."""
     h = model.weights["W1"][:, changed] @ delta  # (H,): only the columns of the changed pixels
-    np.maximum(h, 0, out=h)  # ReLU (h[h < 0] = 0 would keep a -0.0)
+    np.maximum(h, 0, out=h)  # ReLU, in place
     return sigmoid(float(model.weights["W2"] @ h)), h
 
 
@@ -120,17 +120,16 @@ class SparseGrad(NamedTuple):
         return {"W1": W1, "W2": self.W2.copy()}
 
 
-def block_inputs(game: SparseGame, start: int, stop: int, row: np.ndarray) -> tuple:
-    """Steps ``start:stop``'s inputs as a dense (B, M) ``block`` over only the M pixels they
-    touch: ``(rows, block)``. Pixels are numbered by ``row``: ``row[e]`` is the number of
-    stored entry ``e``'s pixel among all the game's changed pixels; ``rows[m]`` is that number
-    for the pixel of ``block``'s column ``m``."""
+def block_inputs(game: SparseGame, start: int, stop: int, entry_k: np.ndarray) -> tuple:
+    """Steps ``start:stop``'s inputs as a dense (steps, M) ``block`` over only the M pixels
+    they touch: ``(ks, block)``. A pixel is named by its k, its place among the game's changed
+    pixels: ``entry_k[e]`` is stored entry ``e``'s, ``ks[m]`` that of ``block``'s column m."""
     first, last = int(game.offsets[start]), int(game.offsets[stop])
-    rows, column = np.unique(row[first:last], return_inverse=True)  # each entry's, in block
-    step = np.repeat(np.arange(stop - start), np.diff(game.offsets[start : stop + 1]))  # its row
-    block = np.zeros((stop - start, rows.size))
-    block[step, column] = game.values[first:last]
-    return rows, block
+    ks, entry_column = np.unique(entry_k[first:last], return_inverse=True)
+    entry_step = np.repeat(np.arange(stop - start), np.diff(game.offsets[start : stop + 1]))
+    block = np.zeros((stop - start, ks.size))
+    block[entry_step, entry_column] = game.values[first:last]
+    return ks, block
 
 
 def policy_backward_sparse(model: Model, game: SparseGame, weighted: np.ndarray) -> SparseGrad:
@@ -147,16 +146,16 @@ def policy_backward_sparse(model: Model, game: SparseGame, weighted: np.ndarray)
     """
     W1, W2 = model.weights["W1"], model.weights["W2"]
     weighted = np.asarray(weighted, dtype=np.float64).ravel()
-    # Only pixels that ever changed get a non-zero column; row: each entry's pixel's number
-    columns, row = np.unique(game.indices, return_inverse=True)
-    GT = np.zeros((columns.size, H))  # G transposed, (K, H): one row per pixel in columns
+    # Only the K pixels that ever changed get a non-zero column; entry_k: each entry's pixel
+    columns, entry_k = np.unique(game.indices, return_inverse=True)
+    GT = np.zeros((columns.size, H))  # G transposed, (K, H): row k for pixel columns[k]
     for start in range(0, weighted.size, BACKWARD_CHUNK):
         stop = min(start + BACKWARD_CHUNK, weighted.size)
         if game.offsets[start] == game.offsets[stop]:
             continue  # no pixel changed in these steps
         on = np.unpackbits(game.on_bits[start:stop], axis=1, count=H)  # (steps, H)
-        rows, block = block_inputs(game, start, stop, row)
-        GT[rows] += block.T @ (weighted[start:stop, None] * on)  # G[j] += sum_t w_t on[t,j] x_t
+        ks, block = block_inputs(game, start, stop, entry_k)
+        GT[ks] += block.T @ (weighted[start:stop, None] * on)  # G[j] += sum_t w_t on[t,j] x_t
     dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # row-wise W1[j] . G[j]
     return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 

@@ -77,7 +77,7 @@ def _started(describes: list[ray.ObjectRef], expect: int) -> list[ray.ObjectRef]
 class Dealer:
     """Deals each update's games to ``workers`` (``RolloutWorker`` handles), seeded from the
     run's ``seed``, once the ``expect`` that can start at once are up (``START_WAIT_S`` at most).
-    While no worker is up, ``say`` prints a line every ``SAY_EVERY_S``; after
+    While games wait and no worker is up, ``say`` prints a line every ``SAY_EVERY_S``; after
     ``wait_for_workers`` seconds (``None``: never) a ``WorkerError`` ends the wait."""
 
     def __init__(
@@ -93,7 +93,7 @@ class Dealer:
         self.gone: set[int] = set()  # workers Ray will not restart again
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
-        self.update = 0  # the number of the update being dealt
+        self.update_number = 0  # the number of the update being dealt
         self.model_ref = None  # its model, in the object store
         self.undealt: deque[int] = deque()  # its games not dealt yet, lost ones first
         self.done: set[int] = set()  # its games whose counted copy replied (out again if lost)
@@ -102,8 +102,8 @@ class Dealer:
         self.notes: list[str] = []  # the update's notes on the workers, one line each
         self.idle_since: float | None = None  # since when no worker is up
         self.said_at = 0.0  # when that was last said
-        for i in range(len(workers)):
-            self._describe(i)
+        for worker in range(len(workers)):
+            self._describe(worker)
         for ref in _started(list(self.calls), expect):
             self.take(ref)
         self.notes = []  # the start is the driver's "Started" line, not a note
@@ -138,7 +138,7 @@ class Dealer:
         for call in list(self.calls.values()):  # its reply will only free its worker
             if call.index is not None and call.update != number:
                 self.workers[call.worker].abandon.remote(call.copy)
-        self.update, self.model_ref = number, model_ref
+        self.update_number, self.model_ref = number, model_ref
         self.undealt, self.done, self.took = deque(range(batch_size)), set(), []
         self.nodes, self.notes = Counter(), []
         self.deal()
@@ -152,10 +152,10 @@ class Dealer:
         backup, a line of the wait for a worker)."""
         self._say_idle()
         now = time.monotonic()
-        for i, (when, tries) in list(self.retry.items()):
+        for worker, (when, tries) in list(self.retry.items()):
             if when <= now:  # asked once: its reply, or _lost, says what next
-                self.retry[i] = (math.inf, tries)
-                self._describe(i)
+                self.retry[worker] = (math.inf, tries)
+                self._describe(worker)
         self.deal()
         pause, ready = max(0.0, self._next_due(now) - now), []
         if self.calls:  # not fetched here (fetch_local=False): take fetches it, after dealing
@@ -205,22 +205,22 @@ class Dealer:
     def _counted(self, call: Call, reply: Result | None) -> tuple[int | None, Result | None]:
         """The first reply of a copy of game ``call.index``: its result, the other copy told to
         stop; or, if the copy gave the game up, the game dealt again."""
-        worker, game = call.worker, call.index
+        worker, index = call.worker, call.index
         self.free.add(worker)
         # None only where this update was stopped mid-way and started again under its number:
         # the copy was told to stop as the slower one, and now counts; deal the game again
         if reply is None:
-            self.done.discard(game)
-            self.undealt.appendleft(game)
+            self.done.discard(index)
+            self.undealt.appendleft(index)
             return None, None
         # Not ray.cancel: a worker lost meanwhile would reply "cancelled", not "lost".
         for other in list(self.calls.values()):
-            if other.index == game and other.update == call.update:
+            if other.index == index and other.update == call.update:
                 self.workers[other.worker].abandon.remote(other.copy)
         self.up[worker] = reply.node or self.up[worker]  # restarted while idle, it may have moved
         self.took.append(time.monotonic() - call.since)
         self.nodes[self.name(self.up[worker])] += 1
-        return game, reply
+        return index, reply
 
     def deal(self) -> None:
         """The next undealt games to the free workers; with none left, backups (see above).
@@ -228,8 +228,8 @@ class Dealer:
         while self.undealt and self.free:
             self._deal_to(min(self.free), self.undealt.popleft())
         backups = self._backups(self._backup_after())
-        for (_, index), i in zip(backups, sorted(self.free), strict=False):
-            self._deal_to(i, index)
+        for (_, index), worker in zip(backups, sorted(self.free), strict=False):
+            self._deal_to(worker, index)
         if self.unfinished() and len(self.gone) == len(self.workers):
             raise WorkerError(
                 f"every RolloutWorker is gone: Ray restarts a worker up to {MAX_RESTARTS} times,"
@@ -263,27 +263,28 @@ class Dealer:
 
     def _current(self, call: Call) -> bool:
         """Whether ``call`` is a copy of a game of this update not yet done."""
-        return call.index is not None and call.update == self.update and call.index not in self.done
+        current = call.index is not None and call.update == self.update_number
+        return current and call.index not in self.done
 
-    def _deal_to(self, i: int, index: int) -> None:
-        """Deal game ``index`` to free worker ``i``, as the next copy."""
-        self.free.remove(i)
-        seed, copy = game_seed(self.seed, self.update, index), next(self.copies)
-        ref = self.workers[i].compute_gradient.remote(self.model_ref, seed, copy)
-        self.calls[ref] = Call(i, index, self.update, time.monotonic(), copy)
+    def _deal_to(self, worker: int, index: int) -> None:
+        """Deal game ``index`` to the free ``worker``, as the next copy."""
+        self.free.remove(worker)
+        seed, copy = game_seed(self.seed, self.update_number, index), next(self.copies)
+        ref = self.workers[worker].compute_gradient.remote(self.model_ref, seed, copy)
+        self.calls[ref] = Call(worker, index, self.update_number, time.monotonic(), copy)
 
-    def _describe(self, i: int) -> None:
-        """Ask worker ``i`` where it is: Ray replies once it is placed."""
-        self.calls[self.workers[i].describe.remote()] = Call(i, None, 0, time.monotonic())
+    def _describe(self, worker: int) -> None:
+        """Ask ``worker`` where it is: Ray replies once it is placed."""
+        self.calls[self.workers[worker].describe.remote()] = Call(worker, None, 0, time.monotonic())
 
-    def _came_up(self, i: int, where: dict[str, object]) -> None:
-        self.up[i] = str(where["node_id"])
-        self.retry.pop(i, None)
-        self.free.add(i)
+    def _came_up(self, worker: int, where: dict[str, object]) -> None:
+        self.up[worker] = str(where["node_id"])
+        self.retry.pop(worker, None)
+        self.free.add(worker)
         how = "up again (Ray restarted it)" if where.get("restarted") else "up"
         self.notes.append(
-            f"note: RolloutWorker {i} is {how} on node {self.name(self.up[i])}; it plays from"
-            f" the next game dealt ({len(self.up)} of {len(self.workers)} workers up)"
+            f"note: RolloutWorker {worker} is {how} on node {self.name(self.up[worker])}; it plays"
+            f" from the next game dealt ({len(self.up)} of {len(self.workers)} workers up)"
         )
 
     def _lost(self, call: Call, error: ray.exceptions.RayActorError) -> None:
@@ -291,16 +292,16 @@ class Dealer:
         needed (the table above). A worker that was up, or whose copy failed, is asked again
         where it is; one Ray calls unavailable (restarting), after a pause; one Ray says died
         for good is gone."""
-        worker, game = call.worker, call.index
-        others = any(c.index == game and c.update == call.update for c in self.calls.values())
+        worker, index = call.worker, call.index
+        others = any(c.index == index and c.update == call.update for c in self.calls.values())
         again = self._current(call) and not others  # the update still needs its game
         if again:
-            self.undealt.appendleft(game)
+            self.undealt.appendleft(index)
         self.free.discard(worker)
         was_up = self.up.pop(worker, None) is not None
-        if was_up or game is not None:
+        if was_up or index is not None:
             self._describe(worker)
-            then = f"; game {game} goes to the next worker free" if again else ""
+            then = f"; game {index} goes to the next worker free" if again else ""
             self.notes.append(
                 f"note: RolloutWorker {worker} was lost (its process or node){then}; it plays"
                 " again once Ray restarts it, where a CPU is free"

@@ -85,7 +85,7 @@ class RolloutWorker:
         """Stop copy ``copy`` of a game, now or once it starts: the dealer no longer needs it.
         Copies numbered 1000 or more below ``copy`` are forgotten: long over."""
         kept = {c for c in self.abandoned if c > copy - 1000}
-        self.abandoned = frozenset(kept | {copy})  # one assignment: thread-safe
+        self.abandoned = frozenset(kept | {copy})  # one at a time: the control group runs one
 
     def describe(self) -> dict[str, object]:
         """Where this worker runs (node id, pid), and whether Ray restarted it."""
