@@ -149,7 +149,7 @@ def test_when_its_own_ray_dies_the_run_keeps_every_update_it_printed(process, tm
             for pid, cmd in processes()
             if pid in ours and cmd.split(b"\0")[0].endswith(f"/{process}".encode())
         ]
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # a bound, not a wait
         while not waits_on_games(proc) and time.monotonic() < deadline:
             time.sleep(0.001)
         os.kill(target, signal.SIGKILL)
