@@ -100,12 +100,12 @@ class Trainer:
     ) -> None:  # fmt: skip
         self.batch_size, self.seed = batch_size, seed
         self.learning_rate, self.decay_rate = learning_rate, decay_rate
-        (model_seed,) = np.random.SeedSequence(seed).spawn(1)  # spawn key (0,): not a game's
-        self.model = Model(model_seed)
+        if state is None:  # fresh weights, RMSProp's cache at zero, counters at 0
+            (model_seed,) = np.random.SeedSequence(seed).spawn(1)  # spawn key (0,): no game's
+            weights = Model(model_seed).weights
+            state = State(weights, zeros_like_weights(weights), 0, 0, 0, None, None)
+        self._restore(state)
         self.grad_buffer = zeros_like_weights(self.model.weights)  # the update's gradient sum
-        cache = zeros_like_weights(self.model.weights)  # RMSProp's cache starts at zero
-        fresh = State(self.model.weights, cache, 0, 0, 0, None, None)
-        self._restore(fresh if state is None else state)
         count = workers or worker_count(batch_size)
         cpus = int(ray.cluster_resources().get("CPU", 0))  # so many can start at once
         options = {"scheduling_strategy": "SPREAD"} if placement is None else placement
@@ -159,7 +159,7 @@ class Trainer:
             self.best_running_mean = self.running_mean
 
     def _restore(self, saved: State) -> None:
-        """Take ``saved``'s arrays (copies) and counters."""
+        """The model, RMSProp's cache and the counters, from ``saved`` (its arrays copied)."""
         self.model = Model.from_weights({k: v.copy() for k, v in saved.weights.items()})
         self.rmsprop_cache = {k: v.copy(order="K") for k, v in saved.rmsprop_cache.items()}
         self.updates, self.games, self.steps = saved.updates, saved.games, saved.steps
