@@ -131,6 +131,9 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
         raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
     length = int.from_bytes(data[:8], "little")  # of the JSON header: none of ours is so long
     if data[:4] != ZIP and len(data) >= 8 and length > MAX_HEADER_BYTES:
+        if length > len(data) - 8:  # text, say: no header's length at its start
+            raise CheckpointError(f"{path}: not a safetensors file (its first 8 bytes give a"
+                                  " header longer than the file)")  # fmt: skip
         raise CheckpointError(
             f"{path}: not a pong checkpoint (a header of {length:,} bytes, more than"
             f" {MAX_HEADER_BYTES:,})"

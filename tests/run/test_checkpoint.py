@@ -193,11 +193,11 @@ def _damaged(tmp_path, kind: str):
         ("empty directory", "no such checkpoint file"),
         (
             "not safetensors",
-            r"not a pong checkpoint \(a header of [\d,]+ bytes, more than 65,536\)",
+            r"not a safetensors file \(its first 8 bytes give a header longer than the file\)",
         ),
         ("truncated", r"not a readable safetensors file"),
         ("empty", r"not a safetensors file \(0 bytes long\)"),
-        ("huge header length", r"a header of 1,099,511,627,776 bytes, more than 65,536"),
+        ("huge header length", r"first 8 bytes give a header longer than the file"),
         ("header past the end", r"damaged \(its header claims [\d,]+ bytes; the file has"),
         ("offsets overlap", "not a readable safetensors file"),
         ("foreign tensors", r"not a pong checkpoint \(format 'x'\)"),

@@ -28,8 +28,10 @@ FAST_SWEEP = sorted(p for p in (ROOT / "results" / "fast-sweep").iterdir() if p.
 DROP = [ROOT / "results" / "lr-drop" / rate for rate in ("1e-4", "1e-3")]  # from FAST's policy
 BATCH_20 = ROOT / "results" / "batch-20"  # from FAST's policy too, 20 games an update at 1e-3
 LONG_DROP = ROOT / "results" / "long-drop"  # the drop's run (DROP[0]) resumed, at 1e-4 still
+SECOND_DROP = ROOT / "results" / "second-drop"  # LONG_DROP's last weights on, at 3e-5
 STICKY = ROOT / "results" / "sticky"  # DROP[0]'s policy played without sticky actions
-TIMED = [FAST, *FAST_SWEEP, *DROP, BATCH_20, LONG_DROP]  # runs whose updates.csv has its time
+LATER = [DROP[0], BATCH_20, LONG_DROP, SECOND_DROP]  # trained on from the fast agent's policy
+TIMED = [FAST, *FAST_SWEEP, *DROP, BATCH_20, LONG_DROP, SECOND_DROP]  # updates.csv has a time
 RESULTS_MD = (ROOT / "RESULTS.md").read_text()
 README = (ROOT / "README.md").read_text()
 
@@ -174,6 +176,7 @@ def test_the_readme_s_fast_recipe_figures_are_the_fast_agent_s_first_run() -> No
 
 ONLY = [(FAST, {"learning_rate": 1e-3}), (DROP[0], {}), (DROP[1], {"learning_rate": 1e-3})]
 ONLY += [(BATCH_20, {"learning_rate": 1e-3, "batch_size": 20}), (LONG_DROP, {})]
+ONLY += [(SECOND_DROP, {"learning_rate": 3e-5})]
 
 
 @pytest.mark.parametrize(("run", "changed"), ONLY, ids=[run.name for run, _ in ONLY])
@@ -272,6 +275,32 @@ def test_the_longer_drop_is_the_drop_s_run_resumed_and_quoted() -> None:
     assert f"their mean score, 1,000 at a time: {means} (each" in RESULTS_MD.replace("\n", " ")
 
 
+def test_the_second_drop_is_quoted_and_started_from_the_long_drop_s_last_weights() -> None:
+    """Its running means after each 100 updates are those RESULTS.md quotes; its first game
+    (seed 1's game 0 of update 1) is the one the long drop's policy plays (replayed below)."""
+    updates = _rows(SECOND_DROP / "updates.csv")
+    said = re.search(r"second drop's running mean after each 100 updates: (.*?)\.(?:\s|$)",
+                     RESULTS_MD.replace("\n", " "))[1]  # fmt: skip
+    pairs = re.findall(r"update (\d+), ([+-]\d+\.\d\d)", said)
+    assert [int(u) for u, _ in pairs] == _every_100(len(updates))
+    assert [m for _, m in pairs] == [f"{float(updates[int(u) - 1]['running_mean']):+.2f}"
+                                     for u, _ in pairs]  # fmt: skip
+
+
+@pytest.mark.ale
+def test_the_second_drop_s_first_game_is_the_long_drop_policy_s() -> None:
+    from pong.core.rollout import play_game
+    from pong.core.worker import game_randomness, game_seed
+    from pong.envs.make import make_env
+
+    first = _rows(SECOND_DROP / "games.csv")[0]
+    model = Model.from_weights(load(LONG_DROP / "policy.safetensors", policy=True).weights)
+    rng, reset_seed = game_randomness(game_seed(1, 1, 0))
+    with make_env() as env:
+        game = play_game(model, env, rng, reset_seed)
+    assert (int(game.epr.sum()), len(game.epr)) == (int(float(first["score"])), int(first["steps"]))
+
+
 def _evaluation(run, name="evaluation.txt") -> tuple[str, list[re.Match], str]:
     first, *games, last = (run / name).read_text().splitlines()
     return first, [GAME.fullmatch(line) for line in games], last
@@ -289,7 +318,7 @@ def _summed(matches: list[re.Match], last: str | None = None) -> tuple[list[int]
 
 
 EVALUATED = [(FAST, "evaluation.txt"), (RUN, "evaluation-100.txt")]
-EVALUATED += [(run, "evaluation.txt") for run in (*DROP, BATCH_20, LONG_DROP)]
+EVALUATED += [(run, "evaluation.txt") for run in (*DROP, BATCH_20, LONG_DROP, SECOND_DROP)]
 
 
 @pytest.mark.parametrize(("run", "name"), EVALUATED)
@@ -308,7 +337,7 @@ def test_the_agents_played_100_fixed_game_seeds_as_quoted(run, name) -> None:
     assert run != FAST or quoted in README.replace("\n", " ")
 
 
-@pytest.mark.parametrize("run", [DROP[0], BATCH_20, LONG_DROP], ids=lambda run: run.name)
+@pytest.mark.parametrize("run", LATER, ids=lambda run: run.name)
 def test_the_readme_quotes_each_later_policy_s_mean_beside_its_name(run) -> None:
     """Each policy trained on from the fast agent's, in the README's sentence that names it."""
     *_, last = _evaluation(run)
@@ -342,9 +371,7 @@ def _assert_a_won_game_of_its_evaluation(run, quoted: re.Match) -> None:
 
 
 @pytest.mark.ale
-@pytest.mark.parametrize(
-    "run", [FAST, DROP[0], BATCH_20, LONG_DROP], ids=["fast", "drop", "batch-20", "long-drop"]
-)
+@pytest.mark.parametrize("run", [FAST, *LATER], ids=lambda run: run.name)
 def test_the_agents_play_their_quoted_games_again(run) -> None:
     _, matches, _ = _evaluation(run)
     model = Model.from_weights(load(run / "policy.safetensors", policy=True).weights)
