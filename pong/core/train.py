@@ -52,6 +52,10 @@ class Update:
     held: dict[int, Result] = field(default_factory=dict)  # games in before an earlier one
     nodes: dict[str, int] = field(default_factory=dict)  # games played on each node, by name
 
+    @property
+    def games(self) -> int:  # games added so far: games 0 to games - 1
+        return len(self.scores)
+
     def add(self, index: int, result: Result, grad_buffer: dict[str, np.ndarray]) -> None:
         """Add game ``index`` (from 0) once every earlier game is added. Until then it is held;
         at worst, if game 0 finishes last, every other game's ``SparseGrad`` is held at once."""
@@ -71,10 +75,6 @@ class Update:
             self.game_steps.append(result.steps)
             mean = self.running_mean
             self.running_mean = result.score if mean is None else mean * 0.99 + result.score * 0.01
-
-    @property
-    def games(self) -> int:  # games added so far: games 0 to games - 1
-        return len(self.scores)
 
     @property
     def steps(self) -> int:
