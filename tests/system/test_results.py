@@ -263,28 +263,39 @@ def test_the_longer_drop_is_the_drop_s_run_resumed_and_quoted() -> None:
     assert len(long) > len(short) and long[: len(short)] == short
     games = [_rows(run / "games.csv") for run in (DROP[0], LONG_DROP)]
     assert games[1][: len(games[0])] == games[0]
-    said = re.search(r"longer drop's running mean after each 100 updates: (.*?)\.(?:\s|$)",
-                     RESULTS_MD.replace("\n", " "))[1]  # fmt: skip
-    pairs = re.findall(r"update (\d+), ([+-]\d+\.\d\d)", said)
-    assert [int(u) for u, _ in pairs] == _every_100(len(long))
-    assert [m for _, m in pairs] == [f"{float(long[int(u) - 1]['running_mean']):+.2f}"
-                                     for u, _ in pairs]  # fmt: skip
-    scores = [float(row["score"]) for row in games[1]]
-    blocks = [scores[i : i + 1000] for i in range(0, len(scores), 1000)]
-    means = ", ".join(f"{sum(b) / len(b):+.2f}" for b in blocks)
+    _assert_curve_quoted("longer drop's", long)
+    means = ", ".join(_thousands(games[1]))
     assert f"their mean score, 1,000 at a time: {means} (each" in RESULTS_MD.replace("\n", " ")
 
 
-def test_the_second_drop_is_quoted_and_started_from_the_long_drop_s_last_weights() -> None:
-    """Its running means after each 100 updates are those RESULTS.md quotes; its first game
-    (seed 1's game 0 of update 1) is the one the long drop's policy plays (replayed below)."""
-    updates = _rows(SECOND_DROP / "updates.csv")
-    said = re.search(r"second drop's running mean after each 100 updates: (.*?)\.(?:\s|$)",
+def _assert_curve_quoted(whose: str, updates: list[dict[str, str]]) -> None:
+    """RESULTS.md's "``whose`` running mean after each 100 updates: update 100, +14.41; ..."
+    gives ``updates``' running means at each 100th update and the last."""
+    said = re.search(rf"{whose} running mean after each 100 updates: (.*?)\.(?:\s|$)",
                      RESULTS_MD.replace("\n", " "))[1]  # fmt: skip
     pairs = re.findall(r"update (\d+), ([+-]\d+\.\d\d)", said)
     assert [int(u) for u, _ in pairs] == _every_100(len(updates))
     assert [m for _, m in pairs] == [f"{float(updates[int(u) - 1]['running_mean']):+.2f}"
                                      for u, _ in pairs]  # fmt: skip
+
+
+def _thousands(games: list[dict[str, str]]) -> list[str]:
+    """The mean score of each whole 1,000 of ``games``, as RESULTS.md writes it."""
+    scores = [float(row["score"]) for row in games]
+    return [f"{sum(scores[i : i + 1000]) / 1000:+.2f}" for i in range(0, len(scores) - 999, 1000)]
+
+
+def test_the_second_drop_is_quoted_and_started_from_the_long_drop_s_last_weights() -> None:
+    """Its running means after each 100 updates and its training games' means, 1,000 at a
+    time, beside the long drop's last 2,000, are those RESULTS.md quotes; its first game (seed
+    1's game 0 of update 1) is the one the long drop's policy plays (the test below)."""
+    _assert_curve_quoted("second drop's", _rows(SECOND_DROP / "updates.csv"))
+    ours, long = (_thousands(_rows(run / "games.csv")) for run in (SECOND_DROP, LONG_DROP))
+    said = (
+        f"its first 3,000 training games, 1,000 at a time: {', '.join(ours)} (each with a"
+        f" standard error of about 0.11), against the long drop's {' and '.join(long[-2:])}"
+    )
+    assert len(ours) == 3 and said in RESULTS_MD.replace("\n", " ")
 
 
 @pytest.mark.ale
