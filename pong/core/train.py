@@ -160,7 +160,7 @@ class Trainer:
 
     def _restore(self, saved: State) -> None:
         """The model, RMSProp's cache and the counters, from ``saved`` (its arrays copied)."""
-        self.model = Model.from_weights({k: v.copy() for k, v in saved.weights.items()})
+        self.model = Model.from_weights({k: v.copy(order="K") for k, v in saved.weights.items()})
         self.rmsprop_cache = {k: v.copy(order="K") for k, v in saved.rmsprop_cache.items()}
         self.updates, self.games, self.steps = saved.updates, saved.games, saved.steps
         self.running_mean = saved.running_mean

@@ -151,13 +151,12 @@ def test_a_game_that_ends_as_stop_is_asked_is_kept() -> None:
 
     env = gym.wrappers.TimeLimit(Catch(points=10**6), max_episode_steps=STOP_EVERY)
     asked = []
-    game = play_game(
-        Model(seed=0),
-        env,
-        np.random.default_rng(0),
-        0,
-        stop=lambda: asked.append(1) or len(asked) > 1,
-    )
+
+    def stop() -> bool:  # not wanted from the second ask on: the one at the game's last step
+        asked.append(1)
+        return len(asked) > 1
+
+    game = play_game(Model(seed=0), env, np.random.default_rng(0), 0, stop=stop)
     assert game is not None and len(game.epr) == STOP_EVERY and asked == [1]
 
 
