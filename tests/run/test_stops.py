@@ -11,8 +11,10 @@ from pong.run.stops import Stops
 
 @pytest.fixture
 def stops():
-    """A ``Stops`` installed for the test, the previous handlers back afterwards."""
+    """A ``Stops`` installed for the test, the previous handlers back afterwards. SIGHUP is
+    first made default: a suite run under ``nohup`` has it ignored, which ``Stops`` keeps."""
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     stops = Stops()
     stops.install()
     yield stops
