@@ -27,6 +27,7 @@ if __name__ == "__main__":
     stop_while_loading()
 
 import argparse
+import signal
 from collections.abc import Sequence
 
 import ray
@@ -153,7 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         stops.ending = True
         code = interrupted(PROG, stops.received)
-        ray.shutdown()  # its workers' last lines, if any, come before the resume hint
+        # Its workers' last lines, if any, come before the resume hint; but a SIGTERM has a
+        # deadline (`ray job stop` kills 3 s later, a slow shutdown included): the hint first
+        if stops.received[:1] != [signal.SIGTERM]:
+            ray.shutdown()
         if stops.last_line is not None:
             print(stops.last_line, flush=True)
         return code
