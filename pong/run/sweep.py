@@ -438,7 +438,8 @@ def trial(space: dict, where: str) -> None:
         first, most = run.saved_at, settings["updates"]
         options = Options(updates=most and most - first, until_mean=settings["until_mean"],
                           workers=settings["workers"])  # fmt: skip
-        train(run, options, Stops(), after=report)
+        # {}: Ray's default, which keeps the workers in the trial's Tune placement group
+        train(run, options, Stops(), after=report, placement={})
     finally:
         shutil.rmtree(local.parent, ignore_errors=True)
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-import ray
-
 from pong.core.train import Trainer, Update
 from pong.run.cluster import ClusterError
 from pong.run.config import Options, hyperparameters
@@ -21,12 +19,6 @@ from pong.tools import snapshot
 __all__ = ["train"]
 
 
-def _placement() -> dict | None:
-    """How the workers are placed: in a sweep's trial, in its Tune placement group (``{}``:
-    Ray's default there), which the trainer's own default, SPREAD, would overrule."""
-    return {} if ray.util.get_current_placement_group() is not None else None
-
-
 def train(
     run: Run,
     options: Options,
@@ -34,16 +26,18 @@ def train(
     address: str | None = None,
     script: str = "driver.py",
     after: Callable[[Update, Trainer], None] | None = None,
+    placement: dict | None = None,
 ) -> None:
     """Train ``run`` for ``options.updates`` updates more (or forever, or until its
     running mean passes ``options.until_mean``); ``after`` is called with each update once it
-    is recorded (a sweep's trial reports it to Tune there). ``script`` continues the run."""
+    is recorded (a sweep's trial reports it to Tune there). ``script`` continues the run.
+    ``placement``: the workers' Ray options (None: the trainer's, SPREAD over the nodes)."""
     trainer, first, updates = None, run.saved_at, options.updates
     run.training = True  # an error from here on says what the run kept
     try:
         trainer = Trainer(
             **hyperparameters(run.config), state=run.initial, workers=options.workers,
-            placement=_placement(), say=lambda line: print(line, flush=True),
+            placement=placement, say=lambda line: print(line, flush=True),
             wait_for_workers=options.wait_for_workers,
         )  # fmt: skip
         print(started(trainer), flush=True)
