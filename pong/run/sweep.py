@@ -190,12 +190,13 @@ def read_definition(storage: Storage) -> Sweep:
         _expect(ok, f"ended: expected trial names, each one of {', '.join(ENDED)}")
         number = type(seconds) in (int, float) and 0 <= seconds < math.inf
         _expect(number, "seconds: expected a number of at least 0")
+        seconds = float(seconds)  # an int past any float's range: OverflowError
         check(configs, settings["workers"])
     except FileNotFoundError:
         raise UsageError(f"{printable(storage.uri)}: no sweep there (no {DEFINITION})") from None
-    except (ValueError, RecursionError, TypeError) as e:
+    except (ValueError, RecursionError, TypeError, OverflowError) as e:  # 10**400 seconds
         raise UsageError(f"{storage.name(DEFINITION)}: damaged ({first_line(e)})") from None
-    return Sweep(configs, settings, ended, float(seconds))
+    return Sweep(configs, settings, ended, seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,7 +230,7 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
     """The flags' sweep: every combination of the swept values (seed 1 unless told: it repeats)."""
     values = [getattr(args, n) or [1 if n == "seed" else getattr(Config, n)] for n in SWEPT]
     combos = itertools.product(*(dict.fromkeys(v) for v in values))  # a value given twice is one
-    env = args.env or Config.env
+    env = Config.env if args.env is None else args.env  # '' is refused, not the default
     configs = [Config(env=env, **dict(zip(SWEPT, combo, strict=True))) for combo in combos]
     if len(configs) > MAX_TRIALS:
         raise UsageError(f"the grid has {len(configs):,} trials, more than {MAX_TRIALS:,}")
@@ -593,16 +594,37 @@ def download(source: str | Path, dest: Path) -> int:
         return refuse(f"--download: {printable(dest)}: must be a new or empty directory")
     if not storage.remote and dest.resolve().is_relative_to(Path(storage.root).resolve()):
         return refuse(f"--download: {printable(dest)}: inside the sweep it copies")
+    names, copied = [], 0
     try:
         names = [trial_name(c) for c in read_definition(storage).configs]
-        found = {name: rel for name in names if (rel := storage.latest(name))}
-        for name, rel in found.items():
-            storage.copy_down(rel, dest / name)
+        for name in names:
+            copied += _copy_whole(storage, name, dest / name)
     except (UsageError, OSError) as e:  # StorageError, and pyarrow's own
-        return refuse(f"--download: {e}")
-    print(f"Copied {len(found)} of {len(names)} trial runs into {printable(dest)};"
+        for name in names:  # none half copied: the same command can be run again
+            shutil.rmtree(dest / name, ignore_errors=True)
+        said = f"{printable(e.filename)}: {e.strerror}" if getattr(e, "strerror", None) else e
+        return refuse(f"--download: {said}")
+    print(f"Copied {copied} of {len(names)} trial runs into {printable(dest)};"
           f" continue one with: {command('--resume', dest)}/NAME")  # fmt: skip
     return 0
+
+
+def _copy_whole(storage: Storage, name: str, into: Path) -> bool:
+    """The trial's latest checkpoint that loads whole, copied into ``into`` with its run's
+    files: one a running sweep is still writing is passed over for the one before."""
+    from pong.run.checkpoint import FILENAME, CheckpointError, load
+
+    for rel in storage.checkpoints(name):
+        storage.copy_down(rel, into)
+        try:
+            load(into)
+            return True
+        except CheckpointError as e:
+            why = str(e).removeprefix(f"{into / FILENAME}: ")
+            print(f"note: {storage.name(rel)}/{FILENAME}: {why}; not copied (a sweep may still"
+                  " be writing it)", flush=True)  # fmt: skip
+            shutil.rmtree(into)
+    return False
 
 
 def runs_of(paths: Sequence[Path]) -> list[Path]:

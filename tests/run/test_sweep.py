@@ -38,6 +38,7 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={TOY_UPDATES}", "
         (["--sweep-dir", "{tmp}/file"], "not a directory"),
         (["--seeds"], "expected at least one argument"),
         (["--env", "NoSuchEnv-v9"], "--env: "),
+        (["--env", ""], "--env: "),
         (
             ["--batch-size", "2", "4", "--workers", "3"],
             "--workers 3: at most the smallest --batch-size",
@@ -212,6 +213,7 @@ OURS = {"sweep.json", "summary.csv", ".lock"}
         (None, "ended: expected trial names"),
         (None, "--env: "),
         (None, "--workers 11: at most the smallest --batch-size (10)"),
+        (None, "damaged (int too large to convert to float)"),  # 10**400 seconds
     ],
 )
 def test_a_damaged_sweep_json_is_one_line_before_ray_starts(
@@ -234,6 +236,8 @@ def test_a_damaged_sweep_json_is_one_line_before_ray_starts(
         body["trials"][0]["env"] = "NoSuchEnv-v9"
     elif "workers" in message:
         body["settings"]["workers"] = 11
+    elif "too large" in message:
+        body["seconds"] = 10**400
     (tmp_path / "sweep.json").write_bytes(damage or json.dumps(body).encode())
     assert main(["--resume", str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -384,3 +388,28 @@ def test_a_sweep_json_written_before_the_glossary_reads_iterations_as_updates(tm
     (tmp_path / DEFINITION).write_text(json.dumps(body))
     read = read_definition(Storage(tmp_path))
     assert read.settings == settings and read.configs == configs
+
+
+def test_download_passes_over_a_checkpoint_still_being_written(tmp_path, capsys) -> None:
+    """A running sweep's latest checkpoint, cut short (its header whole): the one before is
+    copied, with a note; a trial with none whole is not copied."""
+    from pong.run.checkpoint import FILENAME
+    from tests.run.test_storage import trial_checkpoint
+
+    configs = [Config(seed=s) for s in (1, 2)]
+    settings = dict.fromkeys(PASSED) | {"scheduler": "fifo", "watch_every": 0}
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / DEFINITION).write_bytes(Sweep(configs, settings).to_json())
+    first, second = (trial_name(c) for c in configs)
+    trial_checkpoint(tmp_path / "sweep", first, 0, 3)
+    newest = trial_checkpoint(tmp_path / "sweep", first, 1, 4) / FILENAME
+    newest.write_bytes(newest.read_bytes()[:-1000])  # as a copy in progress leaves it
+    only = trial_checkpoint(tmp_path / "sweep", second, 0, 2) / FILENAME
+    only.write_bytes(only.read_bytes()[:-1000])
+    assert main(["--download", str(tmp_path / "sweep"), str(tmp_path / "copy")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("/checkpoint_000001/checkpoint.safetensors: not a readable") == 1
+    assert out.count("/checkpoint_000000/checkpoint.safetensors: not a readable") == 1
+    assert f"Copied 1 of 2 trial runs into {tmp_path / 'copy'};" in out, out
+    assert load(tmp_path / "copy" / first).updates == 3
+    assert not (tmp_path / "copy" / second).exists()
