@@ -602,7 +602,8 @@ def download(source: str | Path, dest: Path) -> int:
     except (UsageError, OSError) as e:  # StorageError, and pyarrow's own
         for name in names:  # none half copied: the same command can be run again
             shutil.rmtree(dest / name, ignore_errors=True)
-        said = f"{printable(e.filename)}: {e.strerror}" if getattr(e, "strerror", None) else e
+        where = getattr(e, "filename", None) or dest  # a write's error may name no file
+        said = f"{printable(where)}: {e.strerror}" if getattr(e, "strerror", None) else e
         return refuse(f"--download: {said}")
     print(f"Copied {copied} of {len(names)} trial runs into {printable(dest)};"
           f" continue one with: {command('--resume', dest)}/NAME")  # fmt: skip

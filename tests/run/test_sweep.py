@@ -413,3 +413,26 @@ def test_download_passes_over_a_checkpoint_still_being_written(tmp_path, capsys)
     assert f"Copied 1 of 2 trial runs into {tmp_path / 'copy'};" in out, out
     assert load(tmp_path / "copy" / first).updates == 3
     assert not (tmp_path / "copy" / second).exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs (unshare -m): needs root")
+def test_a_download_onto_a_full_disk_is_one_line_and_leaves_nothing_half_copied(tmp_path) -> None:
+    """A 100 KB tmpfs, in a mount namespace of its own, for a 20 MB checkpoint."""
+    from tests.run.test_storage import trial_checkpoint
+
+    configs = [Config(seed=1)]
+    settings = dict.fromkeys(PASSED) | {"scheduler": "fifo", "watch_every": 0}
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / DEFINITION).write_bytes(Sweep(configs, settings).to_json())
+    trial_checkpoint(tmp_path / "sweep", trial_name(configs[0]), 0, 3)
+    (disk := tmp_path / "disk").mkdir()
+    script = 'mount -t tmpfs -o size=100k tmpfs "$0" && "$@"; echo "rc=$?"; ls -A "$0/copy"'
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, str(disk), sys.executable, "-m", "pong", "sweep",
+         "--download", str(tmp_path / "sweep"), str(disk / "copy")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.stdout == "rc=2\n", done.stdout + done.stderr  # and copy/ is empty again
+    assert done.stderr == (
+        f"python -m pong sweep: error: --download: {disk / 'copy'}: No space left on device\n"
+    )
