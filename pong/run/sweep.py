@@ -56,6 +56,7 @@ ENDED = ("done", "failed", "stopped-early")  # how a trial that will not run aga
 QUIET_TUNE = {  # no logs of Tune's own (they would copy the runs' metrics), no tables
     "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "RAY_AIR_NEW_OUTPUT": "0",
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",  # each update is one
+    "RAY_IGNORE_UNHANDLED_ERRORS": "1",  # a failed sync's traceback: the sweep says it in a line
 }  # fmt: skip
 _STOPS = Stops()  # the sweep's stop signals: ``main`` installs it, Tune's stopper reads it
 
@@ -320,7 +321,8 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
             try:
                 _tuner(args, storage, sweep, todo).fit()
             except (OSError, TuneError) as e:  # the storage failed under Tune, say
-                print(f"{PROG}: error: Tune stopped: {first_line(e)}", file=sys.stderr)
+                print(f"{PROG}: error: Tune stopped: {raised(str(e)) or first_line(e)}",
+                      file=sys.stderr)  # fmt: skip
     except KeyboardInterrupt:  # from Ray's own SIGTERM handler, as it gave up starting
         pass  # a stop before Tune started its trials: the sweep ends as after one
     finally:
@@ -476,6 +478,12 @@ def _trial_run(config: Config, storage: Storage, local: Path):
     return run
 
 
+def raised(traceback: str) -> str | None:
+    """The message of the last exception a traceback's text names (``SomeError: message``)."""
+    said = [n.rstrip() for n in traceback.splitlines() if n[:1].strip() and ": " in n]
+    return said[-1].split(": ", 1)[1] if said else None
+
+
 def _hooks(sweep: Sweep, storage: Storage):
     """Tune's stopper (ours: a stop ends all) and callback (our lines; ends into sweep.json)."""
     from ray import tune
@@ -501,12 +509,10 @@ def _hooks(sweep: Sweep, storage: Storage):
                 self.ended(trial, "stopped-early")
 
         def on_trial_error(self, iteration, trials, trial, **info) -> None:
-            why, lines = "see its log", []  # else its traceback's last message, in error.txt
+            text = ""  # its traceback, in error.txt
             with contextlib.suppress(OSError, TypeError), open(trial.error_file, "rb") as f:
-                lines = f.read(2**20).decode(errors="replace").splitlines()
-            if raised := [n.rstrip() for n in lines if n[:1].strip() and ": " in n]:
-                why = raised[-1].split(": ", 1)[1]
-            print(f"note: trial {_name(trial)} failed: {why}", flush=True)
+                text = f.read(2**20).decode(errors="replace")
+            print(f"note: trial {_name(trial)} failed: {raised(text) or 'see its log'}", flush=True)
             self.ended(trial, "failed")
 
         def ended(self, trial, how: str) -> None:

@@ -436,3 +436,16 @@ def test_a_download_onto_a_full_disk_is_one_line_and_leaves_nothing_half_copied(
     assert done.stderr == (
         f"python -m pong sweep: error: --download: {disk / 'copy'}: No space left on device\n"
     )
+
+
+def test_a_traceback_is_said_by_its_last_exception_s_message() -> None:
+    from pong.run.sweep import raised
+
+    text = (
+        'Traceback (most recent call last):\n  File "x.py", line 1, in f\n    g()\n'
+        "OSError: [Errno 28] No space left on device\n\nThe above exception was the direct"
+        " cause of the following exception:\n\nTraceback (most recent call last):\n"
+        "ray.tune.error.TuneError: could not write s/sweep.json: No space left on device\n"
+    )
+    assert raised(text) == "could not write s/sweep.json: No space left on device"
+    assert raised("Traceback (most recent call last):\n") is None
