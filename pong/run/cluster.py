@@ -12,6 +12,7 @@ import warnings
 import ray
 
 from pong.run.errors import PongError, UsageError, first_line
+from pong.run.stops import no_sigterm_lost
 
 __all__ = ["ClusterError", "cluster_summary", "connect", "joined", "resolve_address"]
 
@@ -110,13 +111,14 @@ def connect(address: str | None, num_cpus: int | None = None, log_to_driver: boo
     warnings.filterwarnings("ignore", "Tip: In future versions of Ray", FutureWarning)
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
-        ray.init(
-            address=address or "local",  # not a cluster `ray start` left on this machine
-            num_cpus=num_cpus,
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-            log_to_driver=log_to_driver,
-        )
+        with no_sigterm_lost():
+            ray.init(
+                address=address or "local",  # not a cluster `ray start` left on this machine
+                num_cpus=num_cpus,
+                include_dashboard=False,
+                logging_level=logging.WARNING,
+                log_to_driver=log_to_driver,
+            )
     except Exception as e:  # Ray raises a bare Exception when its new node dies
         ray.shutdown()  # ends what this ray.init had started
         if address is not None:
@@ -127,6 +129,7 @@ def connect(address: str | None, num_cpus: int | None = None, log_to_driver: boo
         if isinstance(stop, SystemExit):  # Ray's own SIGTERM handler, in place in ray.init
             signal.signal(signal.SIGTERM, sigterm)
             signal.raise_signal(signal.SIGTERM)  # ours again: a stop, as SIGTERM is
+            raise KeyboardInterrupt from None  # where ours only counted it (a sweep starting)
         raise
     finally:
         signal.signal(signal.SIGTERM, sigterm)  # ray.init sets its own; the caller's stays

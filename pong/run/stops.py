@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["STOPS", "Stops", "stop_while_loading"]
+__all__ = ["STOPS", "Stops", "no_sigterm_lost", "stop_while_loading"]
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill/ray job stop, a lost terminal
 
@@ -60,3 +61,37 @@ def stop_while_loading() -> None:
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+
+
+@contextmanager
+def no_sigterm_lost() -> Iterator[None]:
+    """Around ``ray.init``, whose own SIGTERM handler (``sys.exit``) is in place while Ray
+    starts: a SIGTERM it took whose ``SystemExit`` was lost (raised in a fork's callback,
+    "Exception ignored") is raised again for the caller's handler once the block ends."""
+    ours, seen = signal.getsignal(signal.SIGTERM), []
+    if not callable(ours) or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def counted(signum: int, frame: object) -> None:
+        seen.append(signum)
+        ours(signum, frame)
+
+    read, write = os.pipe()  # each signal Python handles writes its number here
+    os.set_blocking(read, False)
+    os.set_blocking(write, False)
+    before = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    signal.signal(signal.SIGTERM, counted)
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(before)
+        signal.signal(signal.SIGTERM, ours)
+        try:
+            delivered = os.read(read, 4096).count(signal.SIGTERM)
+        except BlockingIOError:  # no signal at all
+            delivered = 0
+        os.close(read)
+        os.close(write)
+    if delivered > len(seen):  # the block ended normally, yet a SIGTERM went to Ray's handler
+        signal.raise_signal(signal.SIGTERM)

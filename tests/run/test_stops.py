@@ -57,3 +57,20 @@ def test_a_sighup_that_nohup_ignores_stays_ignored() -> None:
         signal.signal(signal.SIGHUP, before)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("before_ray", [False, True])
+def test_a_sigterm_that_ray_s_own_handler_took_and_lost_is_raised_again(stops, before_ray) -> None:
+    """As ray.init does: a handler of its own in place while it starts, whose exception can
+    be lost (raised in a fork's callback). One SIGTERM is counted once, whoever took it."""
+    from pong.run.stops import no_sigterm_lost
+
+    stops.holding = True  # as a sweep starts Ray: a stop counted, not raised
+    with no_sigterm_lost():
+        if before_ray:
+            signal.raise_signal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)  # Ray's, its SystemExit lost
+        if not before_ray:
+            signal.raise_signal(signal.SIGTERM)
+    assert stops.received == [signal.SIGTERM]
+    assert signal.getsignal(signal.SIGTERM) == stops._handle

@@ -7,9 +7,11 @@ import dataclasses
 import json
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from pong.run.checkpoint import load
 from pong.run.config import Config
 from pong.run.errors import UsageError, command
 from pong.run.sweep import DEFINITION, MAX_TRIALS, PASSED, Sweep, main, trial_name
-from tests.helpers import ROOT, run_driver, wait_for
+from tests.helpers import ROOT, processes, run_driver, stop_processes_of, wait_for
 
 TOY_UPDATES = 30  # toy updates: long enough to be stopped in the middle (at update 5 or so)
 TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={TOY_UPDATES}", "--watch-every=0"]
@@ -258,22 +260,31 @@ def test_a_sweep_directory_has_one_owner(tmp_path) -> None:
 
 
 @pytest.mark.ray
-def test_a_stop_before_the_trials_start_ends_the_sweep_as_one_later(tmp_path) -> None:
-    """SIGINT as soon as the sweep owns its directory (Ray not yet up): the
-    summary of trials not started, and the command that finishes it as the last line."""
-    sweep = tmp_path / "sweep"
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stop_before_the_trials_start_ends_the_sweep_as_one_later(sig, code, tmp_path) -> None:
+    """SIGINT as soon as the sweep owns its directory (Ray not yet up); SIGTERM once Ray's
+    first process is up, while ``ray.init`` has its own SIGTERM handler in place (it had
+    ended the sweep with code 15 and no line). Either way: the summary of trials not
+    started, and the command that finishes it as the last line."""
+    sweep, private = tmp_path / "sweep", tempfile.mkdtemp(prefix="r", dir="/tmp")  # short
     proc = subprocess.Popen(
         [sys.executable, "-m", "pong", "sweep", *TOY, "--seeds", "1", "2", f"--sweep-dir={sweep}",
          "--num-cpus=1"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "RAY_TMPDIR": private},  # this sweep's Ray, found by its files
     )  # fmt: skip
     try:
-        wait_for(lambda: (sweep / ".lock").exists(), proc)  # owned; Ray not yet up
-        proc.send_signal(signal.SIGINT)
+        if sig == signal.SIGINT:
+            wait_for(lambda: (sweep / ".lock").exists(), proc)  # owned; Ray not yet up
+        else:  # Ray is starting
+            wait_for(lambda: any(private.encode() in cmd for _, cmd in processes()), proc)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
-    assert proc.returncode == 130, out + err
+        stop_processes_of(private)
+        shutil.rmtree(private, ignore_errors=True)
+    assert proc.returncode == code, out + err
     assert "Traceback" not in out + err, err
     assert "| not started not started |" in out
     assert out.splitlines()[-1] == (
