@@ -274,9 +274,14 @@ class _Clock:
         return when - self.start
 
 
-def summary(run_dir: str | os.PathLike, marks: Iterable[float] = MILESTONES) -> Summary:
+def summary(
+    run_dir: str | os.PathLike,
+    marks: Iterable[float] = MILESTONES,
+    opener: Callable[[], BinaryIO] | None = None,
+) -> Summary:
+    """The run's ``updates.csv`` (read through ``opener``, if given), a row at a time."""
     count, seconds, best, passed, clock, wall = 0, 0.0, None, {}, _Clock(), None
-    for row in rows(Path(run_dir) / UPDATES):
+    for row in rows(Path(run_dir) / UPDATES, opener):
         count += 1
         seconds += float(row["seconds"])
         wall = clock.add(row)

@@ -28,7 +28,7 @@ from pong.run.checkpoint import unique
 from pong.run.config import Config, Options, add_flags
 from pong.run.config import path as nonempty_path
 from pong.run.errors import UsageError, command, first_line, printable
-from pong.run.metrics import UPDATES, MetricsFileError, rows
+from pong.run.metrics import UPDATES, MetricsFileError, Summary, summary
 from pong.run.stops import STOPS, Stops
 from pong.run.storage import Storage, StorageError
 
@@ -551,16 +551,16 @@ def _shown(storage: Storage) -> str:
     return errors.shell_word(storage.uri) if storage.remote else errors.pasteable(storage.root)
 
 
-def _updates(storage: Storage, name: str) -> list[dict[str, str]]:
-    """The rows of the trial's latest ``updates.csv``, read as hostile (else a note)."""
+def _summary(storage: Storage, name: str) -> Summary | None:
+    """The trial's latest ``updates.csv`` in a few figures, read as hostile (else a note)."""
     if (latest := storage.latest(name)) is None:
-        return []
+        return None
     try:
         data = storage.read(f"{latest}/{UPDATES}", MAX_METRICS)
-        return list(rows(Path(storage.name(f"{latest}/{UPDATES}")), lambda: io.BytesIO(data)))
+        return summary(storage.name(latest), (0,), lambda: io.BytesIO(data))
     except (MetricsFileError, StorageError, FileNotFoundError) as e:
         print(f"note: {name}: {first_line(e)}", flush=True)
-        return []
+        return None
 
 
 def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
@@ -570,18 +570,17 @@ def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
         by_setting.setdefault((c.batch_size, c.learning_rate, c.decay_rate), []).append(c)
     table, finals, zeros = [], [], []
     for (size, lr, decay), trials in sorted(by_setting.items()):
-        runs = {trial_name(c): _updates(storage, trial_name(c)) for c in trials}
-        final = [float(u[-1]["running_mean"]) for u in runs.values() if u]
-        to_zero = [next((int(r["games"]) for r in u if float(r["running_mean"]) > 0), math.inf)
-                   for u in runs.values()]  # fmt: skip
-        ended = [sweep.ended.get(n, "unfinished" if u else "not started") for n, u in runs.items()]
+        runs = {trial_name(c): _summary(storage, trial_name(c)) for c in trials}
+        final = [float(s.last["running_mean"]) for s in runs.values() if s]
+        to_zero = [s.passed[0].games if s and 0 in s.passed else math.inf for s in runs.values()]
+        ended = [sweep.ended.get(n, "unfinished" if s else "not started") for n, s in runs.items()]
         table.append({
             "batch_size": str(size), "learning_rate": repr(lr), "decay_rate": repr(decay),
             "seeds": " ".join(str(c.seed) for c in trials),
             "final_running_mean": f"{statistics.fmean(final):.2f}" if final else "-",
             "spread": f"{statistics.pstdev(final):.2f}" if final else "-",
             "games_to_running_mean_0": " ".join("-" if n == math.inf else str(n) for n in to_zero),
-            "training_seconds": f"{sum(float(r['seconds']) for u in runs.values() for r in u):.0f}",
+            "training_seconds": f"{sum(s.seconds for s in runs.values() if s):.0f}",
             "ended": " ".join(ended), "best": "-",
         })  # fmt: skip
         finals.append(statistics.fmean(final) if final else -math.inf)
