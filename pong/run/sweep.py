@@ -282,7 +282,8 @@ def owned(storage: Storage, creating: bool):
     try:
         directory = Directory.open(Path(storage.root), create=True)
     except OSError as e:
-        raise UsageError(f"--sweep-dir {printable(storage.root)}: {e.strerror or e}") from None
+        flag = "--sweep-dir" if creating else "--resume"
+        raise UsageError(f"{flag} {printable(storage.root)}: {e.strerror or e}") from None
     with contextlib.closing(directory), lock(directory, PROG, "one sweep per directory"):
         if creating:  # another sweep may have won the race
             _refuse_files(storage)

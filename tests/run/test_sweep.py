@@ -257,6 +257,11 @@ def test_a_sweep_directory_has_one_owner(tmp_path) -> None:
                 pass
     with owned(Storage(tmp_path / "sweep"), creating=False):  # given up: another may own it
         pass
+    os.symlink(tmp_path / "sweep", tmp_path / "link")
+    for creating, flag in ((True, "--sweep-dir"), (False, "--resume")):  # as the user gave it
+        with pytest.raises(UsageError, match=f"^{flag} {tmp_path}/link: a symbolic link"):
+            with owned(Storage(tmp_path / "link"), creating=creating):
+                pass
 
 
 @pytest.mark.ray
