@@ -127,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_text(sys.argv if argv is None else argv)
         address = resolve_address(args.address)
         options = fill(args, Options)
-        run = prepare(args, options)
+        with stops.held():  # the env's check runs ale-py: a stop inside its C++ would abort
+            run = prepare(args, options)
         if run.directory.exists():  # ours before Ray starts (a new one is made once it has)
             run.open()
         try:

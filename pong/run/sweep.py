@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             return refuse("Ray Tune is not installed: pip install -e '.[sweep]'")
         where = args.resume or args.sweep_dir or time.strftime("runs/sweep-%Y%m%d-%H%M%S")
         storage = Storage(where)
-        sweep = read_definition(storage) if args.resume else new_sweep(args, storage)
+        with _STOPS.held():  # the env's check loads ale-py: a stop inside its C++ would abort
+            sweep = read_definition(storage) if args.resume else new_sweep(args, storage)
         with owned(storage, creating=args.resume is None):
             return run_sweep(args, storage, sweep)
     except (UsageError, StorageError) as e:
