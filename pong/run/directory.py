@@ -111,6 +111,11 @@ class Run:
             if directory.exists():  # another run started this second (one per seed, say)
                 directory = directory.with_name(f"{directory.name}-{os.getpid()}")
         directory = kept_after_the_job(directory, "--run-dir")
+        if os.path.realpath(directory) == "/":  # it holds the system (and has no parents)
+            raise UsageError(
+                f"--run-dir {printable(directory)}: the file system's root; give a directory of"
+                " its own"
+            )
         made_in = next(p for p in directory.absolute().parents if p.exists() or p.is_symlink())
         if not made_in.is_dir():  # said now: the directory is made only once Ray has started
             raise UsageError(

@@ -271,3 +271,10 @@ def test_a_run_dir_below_a_file_is_refused_before_ray_starts(below, tmp_path) ->
     (tmp_path / "link").symlink_to(tmp_path / "nowhere")  # a link to nothing is no directory
     with pytest.raises(UsageError, match=f"{below} is not a directory$"):
         Run.start(tmp_path / below / "a" / "run", Config(), checkpoint_every=10)
+
+
+@pytest.mark.parametrize("root", ["/", "//.", "/tmp/.."])
+def test_the_file_system_s_root_is_no_run_dir(root) -> None:
+    """Refused before Ray starts (it had raised StopIteration, or, for /tmp/.., trained in /)."""
+    with pytest.raises(UsageError, match="the file system's root; give a directory of its own"):
+        Run.start(Path(root), Config(), checkpoint_every=10)
