@@ -102,10 +102,12 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
     if run_dir.lstat(name) is None:
         return None
     lines, kept, count = _WholeLines(run_dir.path / name, lambda: run_dir.read(name)), [], 0
+    last = 0  # the update of the last row
     try:
         for row in lines.rows():
             count += 1
-            if after is None or int(row["update"]) <= after:
+            last = int(row["update"])
+            if after is None or last <= after:
                 kept.append(row)
     except MetricsFileError:
         if after is None and lines.number == 1:  # a new run's header, not ours: Run refused rows
@@ -115,6 +117,13 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
         raise lines.error("not a metrics row; remove it and resume again") from None
     if lines.reader.fieldnames is None:  # not even a whole header
         return None
+    # Each update's rows are written before its save, and a failed write ends the run: rows
+    # behind the checkpoint by more than that one update are another run's (a copied file)
+    if count and after is not None and after - last > 1:
+        raise MetricsFileError(
+            f"{lines.shown}: ends at update {last:,}, but the checkpoint holds update {after:,};"
+            " is it another run's checkpoint? (--start-from trains its weights in a new run)"
+        )
     if len(kept) < count or lines.torn or lines.renamed:
         with run_dir.write(name, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=lines.reader.fieldnames)

@@ -278,3 +278,26 @@ def test_the_file_system_s_root_is_no_run_dir(root) -> None:
     """Refused before Ray starts (it had raised StopIteration, or, for /tmp/.., trained in /)."""
     with pytest.raises(UsageError, match="the file system's root; give a directory of its own"):
         Run.start(Path(root), Config(), checkpoint_every=10)
+
+
+@pytest.mark.parametrize(("ahead", "refused"), [(1, False), (2, True)])
+def test_a_checkpoint_ahead_of_the_run_s_rows_is_refused_as_another_run_s(
+    ahead, refused, tmp_path
+) -> None:
+    """Rows are written before each save and a failed write ends the run, so a checkpoint
+    may be one update ahead of them (that write failed), never more: a copied checkpoint."""
+    run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=10)
+    trainer = StandInTrainer(run.config)
+    run.open()
+    for _ in range(3):
+        run.record(trainer.play(), trainer)
+    run.close(trainer)
+    trainer.updates += ahead  # another run's, further on
+    save(run.checkpoint_path, trainer.checkpoint())
+    again = Run.resume(tmp_path / "run", {}, checkpoint_every=10)
+    if refused:
+        with pytest.raises(UsageError, match=r"updates.csv: ends at update 3, but the checkpoint"):
+            again.open()
+    else:
+        again.open()  # the row of update 4 was never written: the run goes on from it
+        again.close()
