@@ -98,37 +98,35 @@ class MetricsLog:
 
 def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] | None:
     """The columns of the metrics file ``name`` if it holds rows (an older run's may lack
-    some), once it is rewritten without the rows of updates after ``after`` or a torn line."""
+    some), once it is rewritten without the rows of updates after ``after`` or a torn line.
+    Each row is checked as the tools read it, a row at a time: memory stays bounded."""
     if run_dir.lstat(name) is None:
         return None
-    lines, kept, count = _WholeLines(run_dir.path / name, lambda: run_dir.read(name)), [], 0
+    lines, total, kept = _WholeLines(run_dir.path / name, lambda: run_dir.read(name)), 0, 0
     last = 0  # the update of the last row
     try:
-        for row in lines.rows():
-            count += 1
-            last = int(row["update"])
-            if after is None or last <= after:
-                kept.append(row)
+        for row in _checked(lines):
+            last, total = int(row["update"]), total + 1
+            kept += after is None or last <= after
     except MetricsFileError:
         if after is None and lines.number == 1:  # a new run's header, not ours: Run refused rows
             return None
         raise
-    except (KeyError, TypeError, ValueError):  # the file was edited
-        raise lines.error("not a metrics row; remove it and resume again") from None
     if lines.reader.fieldnames is None:  # not even a whole header
         return None
     # Each update's rows are written before its save, and a failed write ends the run: rows
     # behind the checkpoint by more than that one update are another run's (a copied file)
-    if count and after is not None and after - last > 1:
+    if total and after is not None and after - last > 1:
         raise MetricsFileError(
             f"{lines.shown}: ends at update {last:,}, but the checkpoint holds update {after:,};"
             " is it another run's checkpoint? (--start-from trains its weights in a new run)"
         )
-    if len(kept) < count or lines.torn or lines.renamed:
+    if kept < total or lines.torn or lines.renamed:
+        again = _WholeLines(lines.path, lines.opener)  # read again: the file is ours, locked
         with run_dir.write(name, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=lines.reader.fieldnames)
             writer.writeheader()
-            writer.writerows(kept)
+            writer.writerows(r for r in again.rows() if after is None or int(r["update"]) <= after)
     return list(lines.reader.fieldnames) if kept else None
 
 
@@ -193,7 +191,16 @@ def rows(path: Path, opener: Callable[[], BinaryIO] | None = None) -> Iterator[d
         raise MetricsFileError(
             f"{printable(path)}: no such file; is {printable(path.parent)} a run directory?"
         )
-    lines, row = _WholeLines(path, opener), None
+    lines, count = _WholeLines(path, opener), 0
+    for row in _checked(lines):
+        count += 1
+        yield row
+    if not count:
+        raise MetricsFileError(f"{lines.shown}: no rows yet; the run has not finished an update")
+
+
+def _checked(lines: _WholeLines) -> Iterator[dict[str, str]]:
+    """The rows of ``lines``, each checked to hold numbers a run writes."""
     for row in lines.rows():
         try:
             numbers = {k: (int if k in COUNTS else float)(row[k]) for k in lines.fields}
@@ -208,8 +215,6 @@ def rows(path: Path, opener: Callable[[], BinaryIO] | None = None) -> Iterator[d
         if row.get("time") and written(row) is None:
             raise lines.error(f"not a metrics row (time {row['time'][:40]!r}: no run writes it)")
         yield row
-    if row is None:
-        raise MetricsFileError(f"{lines.shown}: no rows yet; the run has not finished an update")
 
 
 def written(row: dict[str, str]) -> float | None:

@@ -271,6 +271,9 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
     with pytest.raises(UsageError, match=r"updates.csv, line 4: not a metrics row"):
         MetricsLog(tmp_path, after=2)
     updates = (tmp_path / UPDATES).read_text().replace("garbage line\n", "")
+    (tmp_path / UPDATES).write_text(updates.replace("\n2,", "\n2,two", 1))  # what tools refuse
+    with pytest.raises(UsageError, match=r"updates.csv, line 3: not a metrics row"):
+        MetricsLog(tmp_path, after=2)
     (tmp_path / UPDATES).write_text(updates)
     (tmp_path / GAMES).write_bytes(b"game,update,score,steps\n\xff\xfe\n")
     with pytest.raises(UsageError, match="games.csv: not a metrics file"):
