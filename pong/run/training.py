@@ -20,14 +20,10 @@ __all__ = ["train"]
 
 
 def train(
-    run: Run,
-    options: Options,
-    stops: Stops,
-    address: str | None = None,
-    script: str = "driver.py",
-    after: Callable[[Update, Trainer], None] | None = None,
+    run: Run, options: Options, stops: Stops, address: str | None = None,
+    script: str = "driver.py", after: Callable[[Update, Trainer], None] | None = None,
     placement: dict | None = None,
-) -> None:
+) -> None:  # fmt: skip
     """Train ``run`` for ``options.updates`` updates more (or forever, or until its
     running mean passes ``options.until_mean``); ``after`` is called with each update once it
     is recorded (a sweep's trial reports it to Tune there). ``script`` continues the run.
