@@ -102,7 +102,8 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
     Each row is checked as the tools read it, a row at a time: memory stays bounded."""
     if run_dir.lstat(name) is None:
         return None
-    lines, total, kept = _WholeLines(run_dir.path / name, lambda: run_dir.read(name)), 0, 0
+    lines = _WholeLines(run_dir.path / name, lambda: run_dir.read(name), after)
+    total = kept = 0
     last = 0  # the update of the last row
     try:
         for row in _checked(lines):
@@ -121,8 +122,8 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
             f"{lines.shown}: ends at update {last:,}, but the checkpoint holds update {after:,};"
             " is it another run's checkpoint? (--start-from trains its weights in a new run)"
         )
-    if kept < total or lines.torn or lines.renamed:
-        again = _WholeLines(lines.path, lines.opener)  # read again: the file is ours, locked
+    if kept < total or lines.torn or lines.renamed or lines.mended:
+        again = _WholeLines(lines.path, lines.opener, after)  # again: the file is ours, locked
         with run_dir.write(name, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=lines.reader.fieldnames)
             writer.writeheader()
@@ -133,11 +134,16 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
 class _WholeLines:
     """A metrics file's lines for csv, read and decoded one at a time: a regular file's alone,
     each at most ``MAX_LINE`` bytes. A last line without its newline (being written, or cut
-    off by a kill) is left out and sets ``torn``."""
+    off by a kill) is left out and sets ``torn``; unless it is a whole row of an update up to
+    ``upto`` (a checkpoint's, saved after its rows were written: an editor took the newline),
+    which is read with its newline and sets ``mended``."""
 
-    def __init__(self, path: Path, opener: Callable[[], BinaryIO] | None = None) -> None:
+    def __init__(
+        self, path: Path, opener: Callable[[], BinaryIO] | None = None, upto: int | None = None
+    ) -> None:
         self.path, self.shown, self.torn, self.number = path, printable(path), False, 0
         self.opener, self.renamed = opener or (lambda: open_file(path)), False
+        self.upto, self.mended = upto, False
         self.fields = FIELDS[UPDATES if path.name == UPDATES else GAMES]
         self.reader = csv.DictReader(self)
 
@@ -158,14 +164,28 @@ class _WholeLines:
                 if len(line) > MAX_LINE:
                     raise self.error(f"longer than {MAX_LINE:,} bytes; not a metrics row")
                 if not line.endswith(b"\n"):
-                    self.torn = True
-                    return
+                    if not self._whole(line):
+                        self.torn = True
+                        return
+                    line, self.mended = line + b"\n", True
                 try:
                     yield line.decode()
                 except UnicodeDecodeError:
                     raise MetricsFileError(
                         f"{self.shown}: not a metrics file (line {self.number} is not UTF-8 text)"
                     ) from None
+
+    def _whole(self, line: bytes) -> bool:
+        """Whether ``line``, the last and without its newline, is a whole row of an update up
+        to ``upto`` (never the header: csv has not read it yet)."""
+        if self.upto is None or self.number == 1:
+            return False
+        try:
+            [values] = csv.reader([line.decode()])
+            row = dict(zip(self.reader.fieldnames, values, strict=True))
+            return int(row["update"]) <= self.upto
+        except (ValueError, csv.Error, KeyError):  # UnicodeDecodeError is a ValueError
+            return False
 
     def rows(self) -> Iterator[dict[str, str]]:
         """The rows csv reads from the lines, once the header is checked to be the file's."""

@@ -266,6 +266,10 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
         f.write("3,3,3")  # a kill while this row was being written
     MetricsLog(tmp_path, after=2).close()
     assert [row["update"] for row in read_rows(tmp_path / UPDATES)] == ["1", "2"]
+    whole = (tmp_path / UPDATES).read_text()
+    (tmp_path / UPDATES).write_text(whole.removesuffix("\n"))  # as an editor may save it
+    MetricsLog(tmp_path, after=2).close()  # update 2 is in the checkpoint: a whole row, kept
+    assert (tmp_path / UPDATES).read_text() == whole
     with open(tmp_path / UPDATES, "a") as f:
         f.write("garbage line\n")
     with pytest.raises(UsageError, match=r"updates.csv, line 4: not a metrics row"):
