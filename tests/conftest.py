@@ -14,7 +14,7 @@ from tests.helpers import ray_cluster
 # module running on alone, and each process's shared Ray is up only at the start.
 SLOW = (
     "test_driver.py",  # 130
-    "test_hosts.py",  # 160
+    "test_hosts.py",  # 160 (alone, 2026-11-29)
     "test_sweep.py",  # 65
     "test_sweep_hosts.py",  # 80
     "test_schedule.py",  # 50

@@ -3,6 +3,7 @@ toy env)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from pathlib import Path
@@ -368,3 +369,65 @@ def test_a_node_is_named_by_its_ip_with_its_id_where_another_node_alive_has_that
         "10.0.0.1", "10.0.0.2/bbbbbbbb", "10.0.0.2/cccccccc", "10.0.0.3/dddddddd", "10.0.0.3",
         "?/zzzzzzzz",
     ]  # fmt: skip
+
+
+class _Restarting(_Asked):
+    """A worker's handle whose every ``describe`` Ray answers "unavailable" (restarting: its
+    node is gone and no CPU is free for it) until ``back``; its games' calls in ``games``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.back, self.games = False, set()
+        self.compute_gradient = self.abandon = self
+
+    def remote(self, *args) -> object:
+        ref = super().remote()
+        if args:  # a game (or an abandon, never fetched)
+            self.asked -= 1
+            self.games.add(ref)
+        return ref
+
+
+def test_a_worker_restarting_for_minutes_is_asked_again_and_the_wait_said_each_minute(
+    monkeypatch,
+) -> None:
+    """No Ray, and a clock that runs only while the dealer waits: a worker that stays
+    unavailable for 5 minutes (past the 45-70 s after which a count of retries used to give
+    it up) is asked again at most every 10 s and never given up; the wait is said at once
+    and each minute; once Ray restarts the worker it plays the update's games."""
+    clock, worker = [0.0], _Restarting()
+
+    def wait(refs, num_returns=1, **_):  # Ray answers at once
+        return list(refs)[:num_returns], list(refs)[num_returns:]
+
+    def get(ref):
+        if ref in worker.games:
+            return Result(_grad(1.0), 1.0, 1, None, "n1")
+        if not worker.back:
+            raise ray.exceptions.ActorUnavailableError("restarting", None)
+        return {"node_id": "n1", "restarted": True}
+
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    for name, value in [("wait", wait), ("get", get), ("nodes", lambda: []),
+                        ("available_resources", dict), ("cluster_resources", dict)]:  # fmt: skip
+        monkeypatch.setattr(ray, name, value)
+    said: list[str] = []
+    dealer = Dealer([worker], seed=0, expect=0, say=said.append)
+    dealer.start(1, 2, model_ref=None)
+    asked_at = [0.0]
+    while clock[0] < 300:
+        asked = worker.asked
+        if (ref := dealer.next_reply()) is not None:
+            dealer.take(ref)
+        if worker.asked > asked:
+            asked_at.append(clock[0])
+    assert not dealer.gone and dealer.waiting() == 1 and len(asked_at) > 30
+    assert max(b - a for a, b in itertools.pairwise(asked_at)) <= 10.0
+    assert said[0].startswith("note: no RolloutWorker is up (1 waiting; 0 of 0 CPUs"), said
+    assert [line.split(" (")[0] for line in said[1:]] == [
+        f"note: still no RolloutWorker up after {s} s" for s in (60, 120, 180, 240, 300)
+    ][: len(said) - 1] and len(said) >= 5, said
+    worker.back = True
+    assert sorted(index for index, _ in dealer.games(1, 2, None)) == [0, 1]
+    assert dealer.up == {0: "n1"} and not dealer.gone
