@@ -38,7 +38,8 @@ def binarize(frame: np.ndarray) -> np.ndarray:
 
 def preprocess(frame: np.ndarray) -> np.ndarray:
     """2016's ``prepro``: ``binarize`` as (6400,) float64, 0 for background and 1 for a paddle
-    or the ball. Unlike 2016's, it does not write into the caller's frame."""
+    or the ball. Unlike 2016's, it does not write into the caller's frame, and a red value of 0
+    is 1 here (2016's left it 0; Pong's field never has one)."""
     return binarize(frame).astype(np.float64)
 
 

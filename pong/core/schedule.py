@@ -342,10 +342,10 @@ class Dealer:
             )
 
     def _why(self) -> str:
-        free = ray.available_resources().get("CPU", 0)
-        total = ray.cluster_resources().get("CPU", 0)
+        cpus_free = ray.available_resources().get("CPU", 0)
+        cpus = ray.cluster_resources().get("CPU", 0)
         gone = f", {len(self.gone)} gone for good" if self.gone else ""
         return (
-            f"{len(self.workers) - len(self.gone)} waiting{gone}; {free:g} of {total:g} CPUs in"
+            f"{len(self.workers) - len(self.gone)} waiting{gone}; {cpus_free:g} of {cpus:g} CPUs in"
             " the cluster free"
         )

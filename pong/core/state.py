@@ -11,7 +11,8 @@ __all__ = ["State"]
 
 @dataclass
 class State:
-    """What a checkpoint holds."""
+    """What a checkpoint holds besides the run's settings (a policy file: the weights, as
+    float32, and the counters)."""
 
     weights: dict[str, np.ndarray]  # {"W1": (H, D), "W2": (H,)} float64
     rmsprop_cache: dict[str, np.ndarray]  # the same shapes: RMSProp's average of squared grads

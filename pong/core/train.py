@@ -2,8 +2,9 @@
 have the workers play the update's games, add up their gradients, apply RMSProp once. Two
 changes (docs/algorithm.md says why): one worker per CPU, given the next game as it finishes
 one, and gradients added in game order, so that a seed gives the same bytes with any workers,
-nodes or resume. Which worker plays which game is the ``Dealer``'s (``pong.core.schedule``,
-the last chapter), behind one call: ``Dealer.games``."""
+nodes or resume (with the same libraries on the same kind of CPU). Which worker plays which
+game is the ``Dealer``'s (``pong.core.schedule``, the last chapter), behind one call:
+``Dealer.games``."""
 
 from __future__ import annotations
 

@@ -71,7 +71,9 @@ class RolloutWorker:
         self, model: Model, seed: np.random.SeedSequence | int | None, copy: int | None = None
     ) -> Result | None:
         """Play the game of ``seed`` (``game_seed``: the same on any worker) with ``model``.
-        ``None`` if ``abandon(copy)`` came: the dealer numbers each start of a game, a copy."""
+        ``None`` if ``abandon(copy)`` came by the game's last check (``play_game`` checks before
+        its first step and every ``STOP_EVERY``); the dealer numbers each start of a game, a
+        copy."""
         rng, reset_seed = game_randomness(seed)
         stop = None if copy is None else (lambda: copy in self.abandoned)
         game = play_game(model, self.env, rng, reset_seed, stop=stop)
@@ -82,7 +84,8 @@ class RolloutWorker:
 
     @ray.method(concurrency_group="control")
     def abandon(self, copy: int) -> None:
-        """Stop copy ``copy`` of a game, now or once it starts: the dealer no longer needs it.
+        """Stop copy ``copy`` of a game at its next check, or once it starts: the dealer no
+        longer needs it (a game past its last check ends, and its reply is dropped).
         Copies numbered 1000 or more below ``copy`` are forgotten: long over."""
         kept = {c for c in self.abandoned if c > copy - 1000}
         self.abandoned = frozenset(kept | {copy})  # one at a time: the control group runs one
