@@ -100,28 +100,27 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
     """The columns of the metrics file ``name`` if it holds rows (an older run's may lack
     some), once it is rewritten without the rows of updates after ``after`` or a torn line.
     Each row is checked as the tools read it, a row at a time: memory stays bounded."""
-    if run_dir.lstat(name) is None:
-        return None
-    lines = _WholeLines(run_dir.path / name, lambda: run_dir.read(name), after)
-    total = kept = 0
-    last = 0  # the update of the last row
-    try:
-        for row in _checked(lines):
-            last, total = int(row["update"]), total + 1
-            kept += after is None or last <= after
-    except MetricsFileError:
-        if after is None and lines.number == 1:  # a new run's header, not ours: Run refused rows
-            return None
-        raise
-    if lines.reader.fieldnames is None:  # not even a whole header
-        return None
+    lines, total, kept, last = None, 0, 0, 0  # last: the update of the last row
+    if run_dir.lstat(name) is not None:
+        lines = _WholeLines(run_dir.path / name, lambda: run_dir.read(name), after)
+        try:
+            for row in _checked(lines):
+                last, total = int(row["update"]), total + 1
+                kept += after is None or last <= after
+        except MetricsFileError:
+            if after is None and lines.number == 1:  # not our header: a new run refused rows
+                return None
+            raise
     # Each update's rows are written before its save, and a failed write ends the run: rows
-    # behind the checkpoint by more than that one update are another run's (a copied file)
-    if total and after is not None and after - last > 1:
+    # behind the checkpoint by more than that one update are another run's (or were removed)
+    if after is not None and after - last > 1:
+        held = f"ends at update {last:,}" if total else "holds no rows" if lines else "is missing"
         raise MetricsFileError(
-            f"{lines.shown}: ends at update {last:,}, but the checkpoint holds update {after:,};"
+            f"{printable(run_dir.path / name)}: {held}, but the checkpoint holds update {after:,};"
             " is it another run's checkpoint? (--start-from trains its weights in a new run)"
         )
+    if lines is None or lines.reader.fieldnames is None:  # not even a whole header
+        return None
     if kept < total or lines.torn or lines.renamed or lines.mended:
         again = _WholeLines(lines.path, lines.opener, after)  # again: the file is ours, locked
         with run_dir.write(name, "w", newline="") as f:

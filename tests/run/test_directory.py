@@ -301,3 +301,32 @@ def test_a_checkpoint_ahead_of_the_run_s_rows_is_refused_as_another_run_s(
     else:
         again.open()  # the row of update 4 was never written: the run goes on from it
         again.close()
+
+
+@pytest.mark.parametrize(
+    ("left", "said"),
+    [(None, "is missing"), (b"update,ga", "holds no rows"), (b"", "holds no rows")],
+)
+def test_a_run_whose_rows_were_removed_is_not_resumed_with_its_metrics_started_over(
+    left, said, tmp_path
+) -> None:
+    """updates.csv removed, or cut inside its header: the resume had gone on and written the
+    next update's row alone, as if the run began there (a fresh tester's find)."""
+    run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=10)
+    trainer = StandInTrainer(run.config)
+    run.open()
+    for _ in range(3):
+        run.record(trainer.play(), trainer)
+    run.close(trainer)
+    updates = tmp_path / "run" / "updates.csv"
+    updates.unlink() if left is None else updates.write_bytes(left)
+    again = Run.resume(tmp_path / "run", {}, checkpoint_every=10)
+    with pytest.raises(
+        UsageError, match=f"updates.csv: {said}, but the checkpoint holds update 3;"
+    ):
+        again.open()
+    again.close()
+    assert (updates.exists(), updates.read_bytes() if left is not None else None) == (
+        left is not None,
+        left,
+    )  # left as it was
