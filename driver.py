@@ -34,7 +34,7 @@ import ray
 
 from pong.core.schedule import WorkerError
 from pong.core.train import NonFiniteError
-from pong.envs.make import check_env
+from pong.envs.make import check_env, check_goal
 from pong.run.cluster import cluster_summary, connect, resolve_address
 from pong.run.config import Config, Evaluation, Options, add_flags, fill, given
 from pong.run.directory import Run
@@ -107,6 +107,10 @@ def prepare(args: argparse.Namespace, options: Options) -> Run:
             f"--workers {options.workers}: at most the batch size ({run.config.batch_size}),"
             " since each worker plays one game at a time"
         )
+    try:
+        check_goal(run.config.env, options.until_mean)
+    except ValueError as e:
+        raise UsageError(f"--until-mean: {e}") from None
     if run.saved and reached(run.saved.running_mean, options.until_mean):
         raise UsageError(
             f"--until-mean {options.until_mean:g}: the run's running mean is already"

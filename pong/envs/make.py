@@ -11,7 +11,8 @@ from pong.envs import toy
 from pong.envs.frames import with_fast_frames
 from pong.envs.seeded_reset import SeededReset
 
-__all__ = ["DEFAULT_ENV", "PONG_ENVS", "check_env", "check_id", "env_maker", "make_env"]
+__all__ = ["DEFAULT_ENV", "PONG_ENVS", "check_env", "check_goal", "check_id", "env_maker"]
+__all__ += ["make_env"]
 
 DEFAULT_ENV = "ALE/Pong-v5"  # frameskip 4, sticky actions 0.25
 # ale-py's Pong ids (Pong-v0 is the 2016 program's) and our toy: all this program plays.
@@ -27,6 +28,16 @@ def check_id(env_id: str) -> None:
         raise ValueError(f"env id {env_id!r} names a Python module to import; {plays}")
     if env_id not in PONG_ENVS:
         raise ValueError(f"unknown env id {env_id!r}: {plays}")
+
+
+def check_goal(env_id: str, until_mean: float | None) -> None:
+    """A one-line ``ValueError`` for a running mean to pass that no game of ``env_id`` reaches:
+    Pong's 21 points, the toy's ``POINTS`` balls."""
+    best = toy.POINTS if env_id == toy.ENV_ID else 21
+    if until_mean is not None and until_mean >= best:
+        raise ValueError(
+            f"a game of {env_id} scores at most {best}, so no running mean is above {until_mean:g}"
+        )
 
 
 def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:

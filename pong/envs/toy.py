@@ -13,6 +13,7 @@ ENV_ID = "PongToy/Catch-v0"
 CELLS = 80  # the 80 x 80 grid that preprocessing keeps (rows 35..194, every 2nd pixel)
 PADDLE_ROW, PADDLE_COL, PADDLE_HALF = 77, CELLS // 2, 6  # the paddle: 13 cells; it never moves
 STEER, FALL = 4, 8  # cells a step moves the ball: sideways (actions 2, 3) and down
+POINTS = 5  # balls a game drops: its score is at most this
 EMPTY = np.full((210, 160, 3), (144, 72, 17), np.uint8)  # Pong's field, erased by preprocessing
 EMPTY.flags.writeable = False  # copied for each frame: np.full with a colour is ~30x slower
 
@@ -22,7 +23,7 @@ class Catch(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}  # Pong-v5's 60 Hz / frameskip 4
 
-    def __init__(self, points: int = 5, render_mode: str | None = None) -> None:
+    def __init__(self, points: int = POINTS, render_mode: str | None = None) -> None:
         self.points, self.render_mode = points, render_mode
         self.observation_space = gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)
         self.action_space = gym.spaces.Discrete(6)  # as Pong: 2 and 3 are the moves

@@ -143,15 +143,21 @@ class Sweep:
         return (json.dumps(body, indent=1) + "\n").encode()
 
 
-def check(configs: list[Config], workers: int | None) -> None:
-    """A ``ValueError`` for what no trial could run: an unknown env, too many workers."""
-    from pong.envs.make import check_env
+def check(configs: list[Config], settings: dict) -> None:
+    """A ``ValueError`` for what no trial could run: an unknown env, a running mean to pass
+    that no game reaches, too many workers."""
+    from pong.envs.make import check_env, check_goal
 
-    try:
-        for env in {c.env for c in configs}:
+    for env in {c.env for c in configs}:
+        try:
             check_env(env)
-    except ValueError as e:
-        raise ValueError(f"--env: {e}") from None
+        except ValueError as e:
+            raise ValueError(f"--env: {e}") from None
+        try:
+            check_goal(env, settings["until_mean"])
+        except ValueError as e:
+            raise ValueError(f"--stop-at: {e}") from None
+    workers = settings["workers"]
     smallest = min(c.batch_size for c in configs)
     _expect(workers is None or workers <= smallest, f"--workers {workers}: at most the smallest"
             f" --batch-size ({smallest}), since each worker plays one game at a time")  # fmt: skip
@@ -192,7 +198,7 @@ def read_definition(storage: Storage) -> Sweep:
         number = type(seconds) in (int, float) and 0 <= seconds < math.inf
         _expect(number, "seconds: expected a number of at least 0")
         seconds = float(seconds)  # an int past any float's range: OverflowError
-        check(configs, settings["workers"])
+        check(configs, settings)
     except FileNotFoundError:
         raise UsageError(f"{printable(storage.uri)}: no sweep there (no {DEFINITION})") from None
     except (ValueError, RecursionError, TypeError, OverflowError) as e:  # 10**400 seconds
@@ -245,7 +251,7 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
     settings = {n: getattr(args, n) for n in PASSED} | {"scheduler": args.scheduler or "fifo"}
     settings["watch_every"] = 100 if args.watch_every is None else args.watch_every
     try:
-        check(configs, settings["workers"])
+        check(configs, settings)
     except ValueError as e:
         raise UsageError(str(e)) from None
     return Sweep(configs, settings)

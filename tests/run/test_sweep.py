@@ -42,6 +42,10 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={TOY_UPDATES}", "
         (["--env", "NoSuchEnv-v9"], "--env: "),
         (["--env", ""], "--env: "),
         (
+            ["--env", "PongToy/Catch-v0", "--stop-at", "5"],
+            "--stop-at: a game of PongToy/Catch-v0 scores at most 5, so no running mean is above 5",
+        ),  # fmt: skip
+        (
             ["--batch-size", "2", "4", "--workers", "3"],
             "--workers 3: at most the smallest --batch-size",
         ),

@@ -74,6 +74,16 @@ def test_bad_flags_give_one_line_and_exit_2(argv, message, capsys) -> None:
     assert message in err
 
 
+def test_a_running_mean_the_env_never_reaches_is_one_line_and_starts_no_ray(capsys) -> None:
+    """The toy's game scores at most 5: --until-mean=10 had trained until Ctrl-C."""
+    assert driver.main(["--env=PongToy/Catch-v0", "--until-mean=5"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "driver.py: error: --until-mean: a game of PongToy/Catch-v0 scores at most 5, so no"
+        " running mean is above 5\n"
+    )
+
+
 def test_unknown_env_is_one_line_and_starts_no_ray(capsys) -> None:
     assert driver.main(["--env=ALE/Pongg-v5"]) == 2
     err = capsys.readouterr().err
