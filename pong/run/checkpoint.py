@@ -31,6 +31,7 @@ __all__ += ["MAX_RESUMED", "save_policy"]
 
 FILENAME = "checkpoint.safetensors"  # inside a run directory
 OLD_FILENAME = "checkpoint.npz"  # an earlier version's; python -m pong convert carries it over
+POLICY_FILENAME = "policy.safetensors"  # a shared agent's policy file, as in results/
 FORMAT = "pong-checkpoint/2"
 POLICY_FORMAT = "pong-policy/2"  # weights only, float32
 SHAPES = {"W1": (H, D), "W2": (H,), "cache_W1": (H, D), "cache_W2": (H,)}
@@ -113,10 +114,13 @@ def save_policy(path: PathLike, checkpoint: Checkpoint, *, replace: bool = True)
 
 
 def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
-    """The checkpoint in ``path`` (or its run directory); with ``policy``, a policy file too.
+    """The checkpoint in ``path`` (or its run directory); with ``policy``, a policy file too,
+    and a directory's ``POLICY_FILENAME`` where it holds no checkpoint (a shared agent's).
     Weights come back as float64, W1 column-major."""
     path = Path(path)
-    path = path / FILENAME if path.is_dir() else path  # a run directory, or a link to one
+    if path.is_dir():  # a run directory, or a link to one
+        shared = policy and not (path / FILENAME).exists() and (path / POLICY_FILENAME).exists()
+        path = path / (POLICY_FILENAME if shared else FILENAME)
     try:
         with open_file(path, MAX_BYTES) as f:
             data = f.read(MAX_BYTES + 1)

@@ -320,6 +320,19 @@ def test_a_policy_file_cannot_be_resumed_and_says_what_can(tmp_path) -> None:
         load(tmp_path / "policy.safetensors")
 
 
+def test_a_shared_agent_s_directory_stands_for_its_policy_file_where_weights_will_do(
+    tmp_path,
+) -> None:
+    """--evaluate results/fast-agent had said there is no checkpoint.safetensors; a run
+    directory's checkpoint still comes first, and --resume still needs one."""
+    ckpt.save_policy(tmp_path / "policy.safetensors", make_checkpoint(1))
+    assert load(tmp_path, policy=True).config.seed == 1
+    with pytest.raises(CheckpointError, match=f"{FILENAME}: no such checkpoint file"):
+        load(tmp_path)
+    save(tmp_path / FILENAME, make_checkpoint(2))
+    assert load(tmp_path, policy=True).config.seed == 2  # the run's own checkpoint
+
+
 def test_the_shipped_policy_loads_as_safetensors_reads_it() -> None:
     path = ROOT / "results" / "pong-v5" / "policy.safetensors"
     loaded = load(path, policy=True)
