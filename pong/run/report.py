@@ -83,10 +83,8 @@ def farewell(
     """The last line: what the run did and, once saved, how to continue it (on the cluster at
     ``address``, with ``script``, to ``until_mean``)."""
     n, best = trainer.updates, trainer.best_running_mean
-    line = (
-        f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.games}"
-        f" games, best running mean {'-' if best is None else f'{best:.2f}'}"
-    )
+    line = f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.games} games"
+    line += "" if best is None else f", best running mean {best:.2f}"
     checkpoint = printable(run.checkpoint_path)
     if reached(trainer.running_mean, until_mean):
         return f"{line}; the running mean is above {until_mean:g}; checkpoint: {checkpoint}"

@@ -62,7 +62,8 @@ def train(
         run.close(trainer)
         if trainer is not None:
             done = farewell(run, trainer, first, address, options.until_mean, script)
-            if sys.exc_info()[0] is KeyboardInterrupt:  # printed last, after Ray's own lines
+            error = sys.exc_info()[0]
+            if error is KeyboardInterrupt:  # printed last, after Ray's own lines
                 stops.last_line = done
-            else:
+            elif error is None or run.kept:  # a failure that kept nothing: its line says so
                 print(done, flush=True)

@@ -142,6 +142,8 @@ def test_a_run_moved_away_mid_run_still_says_what_it_saved(tmp_path) -> None:
     assert "nothing was saved" not in done and "(continue with: " in done, done
     fresh = Run.start(tmp_path / "new", run.config, checkpoint_every=10)
     assert "no update finished, so nothing was saved" in report.farewell(fresh, trainer, 0)
+    trainer.best_running_mean = None  # no game yet: no best to say ("best running mean -")
+    assert "running mean" not in report.farewell(fresh, trainer, 0)
 
 
 def test_a_second_owner_of_a_run_directory_is_refused_naming_the_first(tmp_path) -> None:

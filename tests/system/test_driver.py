@@ -548,6 +548,22 @@ def test_a_ctrl_c_while_the_libraries_load_is_no_traceback(after, tmp_path) -> N
 
 
 @pytest.mark.ray
+def test_a_first_update_that_cannot_be_applied_is_one_line(tmp_path, shared_ray) -> None:
+    """No finite gradient at a learning rate of 1e308: the error's line says nothing was
+    saved, and no Done line says it again."""
+    address, env = shared_ray
+    args = ["--env=PongToy/Catch-v0", "--learning-rate=1e308", "--updates=3", "--seed=1"]
+    proc = run_driver([*args, f"--address={address}", f"--run-dir={tmp_path / 'run'}"], env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Done:" not in proc.stdout and "Batch " not in proc.stdout, proc.stdout
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(
+        "driver.py: error: update 1 not applied: "
+    ), proc.stderr
+    assert proc.stderr.endswith("; no update had finished, so nothing was saved\n"), proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.ray
 def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path, shared_ray) -> None:
     """``driver.py | head -1``: the run stops when nobody reads, saved, without a traceback."""
     address, env = shared_ray
