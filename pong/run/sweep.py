@@ -540,7 +540,8 @@ def report(storage: Storage, sweep: Sweep, took: float, address=None) -> int:
     lines = [list(table[0]), ["---"] * len(table[0]), *(row.values() for row in table)]
     print("", *(f"| {' | '.join(cells)} |" for cells in lines), "", sep="\n")  # Markdown
     unfinished = sum(trial_name(c) not in sweep.ended for c in sweep.configs)
-    tally = {how: list(sweep.ended.values()).count(how) for how in ("failed", "stopped-early")}
+    ends = " ".join(row["ended"] for row in table).split()  # the table's, one word a trial
+    tally = {how: ends.count(how) for how in ("failed", "stopped-early", "not-started")}
     said = ", ".join(f"{n} {how}" for how, n in tally.items() if n)
     said, trials = f" ({said})" if said else "", len(sweep.configs)
     if unfinished:
@@ -581,7 +582,7 @@ def summarize(storage: Storage, sweep: Sweep) -> list[dict[str, str]]:
         runs = {trial_name(c): _summary(storage, trial_name(c)) for c in trials}
         final = [float(s.last["running_mean"]) for s in runs.values() if s]
         to_zero = [s.passed[0].games if s and 0 in s.passed else math.inf for s in runs.values()]
-        ended = [sweep.ended.get(n, "unfinished" if s else "not started") for n, s in runs.items()]
+        ended = [sweep.ended.get(n, "unfinished" if s else "not-started") for n, s in runs.items()]
         table.append({
             "batch_size": str(size), "learning_rate": repr(lr), "decay_rate": repr(decay),
             "seeds": " ".join(str(c.seed) for c in trials),

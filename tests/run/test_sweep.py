@@ -295,9 +295,9 @@ def test_a_stop_before_the_trials_start_ends_the_sweep_as_one_later(sig, code, t
         shutil.rmtree(private, ignore_errors=True)
     assert proc.returncode == code, out + err
     assert "Traceback" not in out + err, err
-    assert "| not started not started |" in out
+    assert "| not-started not-started |" in out
     assert out.splitlines()[-1] == (
-        "Stopped with 2 of 2 trials unfinished; continue with:"
+        "Stopped with 2 of 2 trials unfinished (2 not-started); continue with:"
         f" {command('--resume', module='pong sweep')} {sweep}"
     )
 
@@ -327,8 +327,8 @@ def test_the_summary_counts_every_trial_marks_the_best_and_notes_bad_files(
     [note] = capsys.readouterr().out.splitlines()
     assert note.startswith(f"note: {trial_name(configs[1])}: ") and "symbolic link" in note
     assert [(r["learning_rate"], r["seeds"], r["ended"], r["best"]) for r in table] == [
-        ("0.0003", "1 2", "not started not started", "-"),
-        ("0.001", "1 2", "done not started", "final"),
+        ("0.0003", "1 2", "not-started not-started", "-"),
+        ("0.001", "1 2", "done not-started", "final"),
     ]
     assert table[1]["final_running_mean"] == "0.25" and table[1]["training_seconds"] == "6"
     assert table[1]["games_to_running_mean_0"] == "40 -"
