@@ -78,10 +78,11 @@ def batch_line(update: Update, trainer: Trainer) -> str:
 
 
 def farewell(
-    run: Run, trainer: Trainer, first: int, address=None, until_mean=None, script="driver.py"
-) -> str:
+    run: Run, trainer: Trainer, first: int, address=None, until_mean=None, script="driver.py",
+    updates: int | None = None,
+) -> str:  # fmt: skip
     """The last line: what the run did and, once saved, how to continue it (on the cluster at
-    ``address``, with ``script``, to ``until_mean``)."""
+    ``address``, with ``script``, to ``until_mean``, for what is left of ``updates``)."""
     n, best = trainer.updates, trainer.best_running_mean
     line = f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.games} games"
     line += "" if best is None else f", best running mean {best:.2f}"
@@ -89,6 +90,8 @@ def farewell(
     if reached(trainer.running_mean, until_mean):
         return f"{line}; the running mean is above {until_mean:g}; checkpoint: {checkpoint}"
     goal = "" if until_mean is None else f" --until-mean={until_mean:g}"  # the same goal again
+    if updates and (left := updates - (n - first)) > 0:  # stopped early: the rest of them
+        goal = f" --updates={left}{goal}"
     if not run.kept:
         return f"{line}; no update finished, so nothing was saved"
     cluster = joined(address) if ray.is_initialized() else address  # the same cluster again

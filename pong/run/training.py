@@ -61,7 +61,7 @@ def train(
         stops.ending = True  # the last save: a stop from here on is only counted
         run.close(trainer)
         if trainer is not None:
-            done = farewell(run, trainer, first, address, options.until_mean, script)
+            done = farewell(run, trainer, first, address, options.until_mean, script, updates)
             error = sys.exc_info()[0]
             if error is KeyboardInterrupt:  # printed last, after Ray's own lines
                 stops.last_line = done

@@ -140,6 +140,10 @@ def test_a_run_moved_away_mid_run_still_says_what_it_saved(tmp_path) -> None:
     assert list((tmp_path / "elsewhere").iterdir()) == []
     done = report.farewell(run, trainer, first=0)
     assert "nothing was saved" not in done and "(continue with: " in done, done
+    # Stopped after 2 of 10 updates: the command runs the other 8 (it had trained on forever)
+    done = report.farewell(run, trainer, first=0, until_mean=3.0, updates=10)
+    assert done.endswith(" --updates=8 --until-mean=3)"), done
+    assert " --updates" not in report.farewell(run, trainer, first=0, updates=2)  # all run
     fresh = Run.start(tmp_path / "new", run.config, checkpoint_every=10)
     assert "no update finished, so nothing was saved" in report.farewell(fresh, trainer, 0)
     trainer.best_running_mean = None  # no game yet: no best to say ("best running mean -")
