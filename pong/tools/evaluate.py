@@ -62,26 +62,38 @@ def evaluate(options: Evaluation, env_id: str | None = None, seed: int | None = 
     )
     if env_id != trained_on:  # a policy may play another Pong env, but a user should know
         say(f"note: this policy was trained on {trained_on!r}, not {env_id}")
-    model = Model.from_weights(checkpoint.weights)
-    if record is None:
-        scores = report(play_games(model, env_id, games, seed), seed)
-    else:  # written as played; a stop or a full disk leaves any old GIF whole
-        with writing(record, "no recording was kept"), atomic_write(record) as f:
-            gif = GifWriter(f, FRAME_SECONDS)
-            scores = report(play_games(model, env_id, games, seed, gif.add), seed)
-            gif.close()
+    model, scores = Model.from_weights(checkpoint.weights), []
+    try:
+        if record is None:
+            report(play_games(model, env_id, games, seed), seed, scores)
+        else:  # written as played; a stop or a full disk leaves any old GIF whole
+            with writing(record, "no recording was kept"), atomic_write(record) as f:
+                gif = GifWriter(f, FRAME_SECONDS)
+                report(play_games(model, env_id, games, seed, gif.add), seed, scores)
+                gif.close()
+    except KeyboardInterrupt:  # the games played are said, and that the GIF was not kept
+        kept = "" if record is None else f"; no recording was kept in {record}"
+        say(f"Stopped after {len(scores)} of {games} game{'s' * (games != 1)}{kept}")
+        if scores:
+            _mean(scores)
+        raise
+    _mean(scores)
+    if record is not None:
+        say(f"Recorded {gif.frames} frames to {record}")
+
+
+def _mean(scores: list[Score]) -> None:
     points = np.array([won - lost for won, lost, _ in scores])
     say(
         f"Mean score {points.mean():+.2f} (standard deviation {points.std():.2f}) over"
         f" {len(scores)} game{'s' * (len(scores) != 1)}; won {(points > 0).sum()}"
     )
-    if record is not None:
-        say(f"Recorded {gif.frames} frames to {record}")
 
 
-def report(games: Iterator[Score], seed: int) -> list[Score]:
-    """Print each game's score, and its seed, as it ends; all of them, in order."""
-    scores = []
+def report(games: Iterator[Score], seed: int, scores: list[Score] | None = None) -> list[Score]:
+    """Print each game's score, and its seed, as it ends; all of them, in order, appended to
+    ``scores`` as they end (so a stop keeps those played)."""
+    scores = [] if scores is None else scores
     for game, (won, lost, steps) in enumerate(games):
         outcome = "won" if won > lost else "lost"
         say(f"Game {game + 1} (seed {seed + game}): {outcome} {won}-{lost} in {steps} steps")

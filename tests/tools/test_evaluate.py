@@ -9,6 +9,7 @@ import driver
 from pong.core.model import Model, zeros_like_weights
 from pong.run.checkpoint import FILENAME, Checkpoint, save, save_policy
 from pong.run.config import Config
+from pong.tools import evaluate
 from pong.tools.evaluate import FRAME_SECONDS, play_games, report
 from pong.tools.gif import GifWriter
 from tests.helpers import ROOT, TOY
@@ -174,6 +175,29 @@ def test_a_full_disk_while_recording_is_one_line_and_keeps_the_old_gif(
     assert err.count("\n") == 1 and f"could not write {gif}: No space left on device" in err
     assert gif.read_bytes() == b"an older recording"
     assert sorted(p.name for p in tmp_path.iterdir()) == [FILENAME, "game.gif"]  # no leftovers
+
+
+def test_a_ctrl_c_says_the_games_played_and_keeps_the_old_gif(tmp_path, capsys, monkeypatch):
+    """Ctrl-C in game 3 of 4: the scores of games 1 and 2 and their mean are said, and that
+    no recording was kept (it had said nothing of either)."""
+    _policy(tmp_path / FILENAME, TOY.env)
+    gif = tmp_path / "game.gif"
+    gif.write_bytes(b"an older recording")
+
+    def two_games_then_ctrl_c(*args, **kwargs):
+        yield from [(5, 0, 100), (1, 4, 90)]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "play_games", two_games_then_ctrl_c)
+    argv = ["--evaluate", str(tmp_path), "--games=4", "--seed=5", "--record", str(gif)]
+    assert driver.main(argv) == 130
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3:] == [
+        "Game 2 (seed 6): lost 1-4 in 90 steps",
+        f"Stopped after 2 of 4 games; no recording was kept in {gif}",
+        "Mean score +1.00 (standard deviation 4.00) over 2 games; won 1",
+    ], out
+    assert gif.read_bytes() == b"an older recording"
 
 
 def _policy(path, env: str) -> None:
