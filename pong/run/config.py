@@ -127,7 +127,8 @@ class Options:
     )
     until_mean: float | None = setting(
         score,
-        "also stop once the running mean is above SCORE (0: beating Pong's own player on average)",
+        "also stop once the running mean is above SCORE (0: beating the built-in opponent on"
+        " average)",
         metavar="SCORE",
     )
     address: str | None = setting(
@@ -180,9 +181,9 @@ class Evaluation:
 
     evaluate: Path | None = setting(
         path,
-        "play games with the policy in CHECKPOINT (a checkpoint, run directory or policy file)"
-        " and print each score",
-        metavar="CHECKPOINT",
+        "play games with the policy in PATH (a checkpoint, policy file, or a directory that"
+        " holds one) and print each score",
+        metavar="PATH",
     )
     games: int = setting(
         positive_int,

@@ -332,7 +332,8 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
     """The lines ``python -m pong metrics`` prints for the run in ``run_dir``."""
     s = summary(run_dir)
     lines = [
-        f"{s.updates} updates, {s.last['games']} games, {int(s.last['steps']):,} steps,"
+        f"{s.updates} update{'s' * (s.updates != 1)}, {s.last['games']} games,"
+        f" {int(s.last['steps']):,} steps,"
         f" {s.seconds / 3600:.2f} h of training ({s.steps_per_s:.0f} steps/s)",
     ]
     if s.wall is not None:

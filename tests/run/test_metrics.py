@@ -4,6 +4,7 @@ import csv
 import os
 import subprocess
 import sys
+from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -80,6 +81,12 @@ def _as_written_before_the_glossary(run: Path) -> None:
         header, rest = (run / name).read_text().split("\n", 1)
         (run / name).write_text(",".join(old.get(c, c) for c in header.split(",")) + "\n" + rest)
     assert "running_reward" in (run / UPDATES).read_text()  # the test can fail
+
+
+def test_a_run_of_one_update_is_said_so(tmp_path) -> None:
+    with closing(MetricsLog(tmp_path)) as log:
+        log.write(_row(1), _games(1))
+    assert summarize(tmp_path)[0].startswith("1 update, 2 games, ")  # not "1 updates"
 
 
 def test_an_older_run_reads_as_today_and_resumes_into_today_s_names(tmp_path) -> None:
