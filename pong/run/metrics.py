@@ -117,7 +117,8 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
         held = f"ends at update {last:,}" if total else "holds no rows" if lines else "is missing"
         raise MetricsFileError(
             f"{printable(run_dir.path / name)}: {held}, but the checkpoint holds update {after:,};"
-            " is it another run's checkpoint? (--start-from trains its weights in a new run)"
+            " were rows removed, or is the checkpoint another run's? (--start-from trains its"
+            " weights in a new run)"
         )
     if lines is None or lines.reader.fieldnames is None:  # not even a whole header
         return None
