@@ -77,10 +77,13 @@ def atomic_write(path: PathLike, mode="wb", *, replace=True, dir_fd=None, **kwar
             yield f
             f.flush()
             os.fsync(f.fileno())
-        if replace:  # a link put at ``path`` meanwhile is replaced, not followed
-            os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        else:  # a hard link: EEXIST if anything has the name, all at once
-            os.link(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        try:
+            if replace:  # a link put at ``path`` meanwhile is replaced, not followed
+                os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            else:  # a hard link: EEXIST if anything has the name, all at once
+                os.link(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        except OSError as e:  # a directory at ``path``, say: named as asked for, as above
+            raise OSError(e.errno, e.strerror, str(path)) from None
     finally:
         with suppress(FileNotFoundError):
             os.unlink(tmp, dir_fd=dir_fd)

@@ -118,7 +118,7 @@ def failed(prog: str, error: Exception, run: Run | None) -> int:
         if run.kept:
             where = printable(run.checkpoint_path)
             line += f"; the last finished update ({run.saved_at}) is saved in {where}"
-        else:
+        elif "no checkpoint was saved" not in line:  # a failed first save says so itself
             line += "; no update had finished, so nothing was saved"
     print(f"{prog}: error: {line}", file=sys.stderr, flush=True)
     return getattr(error, "exit_code", 1)

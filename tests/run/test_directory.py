@@ -336,3 +336,17 @@ def test_a_run_whose_rows_were_removed_is_not_resumed_with_its_metrics_started_o
         left is not None,
         left,
     )  # left as it was
+
+
+def test_a_failed_first_save_says_once_that_nothing_was_saved(tmp_path, capsys) -> None:
+    """A full disk at the first save: 'no checkpoint was saved; no update had finished, so
+    nothing was saved' said it twice, the second wrongly (update 1 had finished)."""
+    from pong.run import report
+
+    run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=10)
+    run.training = True
+    error = RunFileError("could not write x: No space left on device; no checkpoint was saved")
+    assert report.failed("driver.py", error, run) == 1
+    assert capsys.readouterr().err == f"driver.py: error: {error}\n"
+    report.failed("driver.py", RunFileError("could not write y"), run)
+    assert capsys.readouterr().err.endswith("; no update had finished, so nothing was saved\n")

@@ -354,3 +354,12 @@ def test_a_run_removes_what_a_killed_driver_left_never_a_live_drivers_temporary(
     finally:
         live.kill()
         live.wait(10)
+
+
+def test_a_directory_where_a_file_is_written_is_named_as_asked_for(tmp_path) -> None:
+    """``plot --output DIR.png`` had named the temporary file it could not rename."""
+    (tmp_path / "curves.png").mkdir()
+    with pytest.raises(IsADirectoryError) as raised, atomic_write(tmp_path / "curves.png") as f:
+        f.write(b"a picture")
+    assert raised.value.filename == str(tmp_path / "curves.png")
+    assert [p.name for p in tmp_path.iterdir()] == ["curves.png"]  # no temporary left
