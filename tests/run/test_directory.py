@@ -286,18 +286,24 @@ def test_the_file_system_s_root_is_no_run_dir(root) -> None:
         Run.start(Path(root), Config(), checkpoint_every=10)
 
 
-@pytest.mark.parametrize(("ahead", "refused"), [(1, False), (2, True)])
-def test_a_checkpoint_ahead_of_the_run_s_rows_is_refused_as_another_run_s(
-    ahead, refused, tmp_path
-) -> None:
-    """Rows are written before each save and a failed write ends the run, so a checkpoint
-    may be one update ahead of them (that write failed), never more: a copied checkpoint."""
+def _three_updates(tmp_path: Path) -> tuple[Run, StandInTrainer]:
+    """A run of three updates, saved, in ``tmp_path / "run"``."""
     run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=10)
     trainer = StandInTrainer(run.config)
     run.open()
     for _ in range(3):
         run.record(trainer.play(), trainer)
     run.close(trainer)
+    return run, trainer
+
+
+@pytest.mark.parametrize(("ahead", "refused"), [(1, False), (2, True)])
+def test_a_checkpoint_ahead_of_the_run_s_rows_is_refused_as_another_run_s(
+    ahead, refused, tmp_path
+) -> None:
+    """Rows are written before each save and a failed write ends the run, so a checkpoint
+    may be one update ahead of them (that write failed), never more: a copied checkpoint."""
+    run, trainer = _three_updates(tmp_path)
     trainer.updates += ahead  # another run's, further on
     save(run.checkpoint_path, trainer.checkpoint())
     again = Run.resume(tmp_path / "run", {}, checkpoint_every=10)
@@ -318,12 +324,7 @@ def test_a_run_whose_rows_were_removed_is_not_resumed_with_its_metrics_started_o
 ) -> None:
     """updates.csv removed, or cut inside its header: the resume had gone on and written the
     next update's row alone, as if the run began there (a fresh tester's find)."""
-    run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=10)
-    trainer = StandInTrainer(run.config)
-    run.open()
-    for _ in range(3):
-        run.record(trainer.play(), trainer)
-    run.close(trainer)
+    _three_updates(tmp_path)
     updates = tmp_path / "run" / "updates.csv"
     updates.unlink() if left is None else updates.write_bytes(left)
     again = Run.resume(tmp_path / "run", {}, checkpoint_every=10)
