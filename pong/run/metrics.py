@@ -101,11 +101,15 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
     some), once it is rewritten without the rows of updates after ``after`` or a torn line.
     Each row is checked as the tools read it, a row at a time: memory stays bounded."""
     lines, total, kept, last = None, 0, 0, 0  # last: the update of the last row
+    counter = "update" if name == UPDATES else "game"  # row n of a run is its update or game n
     if run_dir.lstat(name) is not None:
         lines = _WholeLines(run_dir.path / name, lambda: run_dir.read(name), after)
         try:
             for row in _checked(lines):
                 last, total = int(row["update"]), total + 1
+                if after is not None and int(row[counter]) != total:  # resumed past a hole
+                    raise lines.error(f"{counter} {row[counter]} where {counter} {total:,} is"
+                                      " due; were rows removed?")  # fmt: skip
                 kept += after is None or last <= after
         except MetricsFileError:
             if after is None and lines.number == 1:  # not our header: a new run refused rows

@@ -351,3 +351,23 @@ def test_a_failed_first_save_says_once_that_nothing_was_saved(tmp_path, capsys) 
     assert capsys.readouterr().err == f"driver.py: error: {error}\n"
     report.failed("driver.py", RunFileError("could not write y"), run)
     assert capsys.readouterr().err.endswith("; no update had finished, so nothing was saved\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "said"),
+    [
+        ("games.csv", lambda lines: lines[:3] + lines[4:], "game 4 where game 3 is due"),
+        ("updates.csv", lambda lines: [lines[0], lines[1].replace("1,", "5,", 1), *lines[2:]],
+         "update 5 where update 1 is due"),
+    ],
+)  # fmt: skip
+def test_a_resume_past_a_hole_in_the_rows_is_refused(name, edit, said, tmp_path) -> None:
+    """A game's row removed from the middle: the resume had gone on, the hole kept for good
+    (a second fresh tester's find); a renumbered update, the same."""
+    _three_updates(tmp_path)
+    path = tmp_path / "run" / name
+    path.write_text("".join(edit(path.read_text().splitlines(keepends=True))))
+    again = Run.resume(tmp_path / "run", {}, checkpoint_every=10)
+    with pytest.raises(UsageError, match=f"{name}, line .*: {said}; were rows removed"):
+        again.open()
+    again.close()
