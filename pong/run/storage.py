@@ -35,8 +35,10 @@ class Storage:
         try:
             self.fs, root = pyarrow.fs.FileSystem.from_uri(self.uri)
         except Exception as e:  # pyarrow's own kinds: ArrowInvalid, ArrowNotImplementedError
-            raise StorageError(f"{where}: not a storage URI pyarrow opens ({e})") from None
+            raise StorageError(f"{where}: pyarrow cannot open it ({first_line(e)})") from None
         self.root, self.where = root.rstrip("/"), self.uri.split("?")[0].rstrip("/")  # no query
+        if not self.root:  # the store's top: Tune would list (or write into) every bucket
+            raise StorageError(f"{where}: names no bucket; give one: s3://bucket/prefix")
 
     def name(self, rel: str) -> str:
         """The path or URI of ``rel`` as a message names it (a URI without its query)."""

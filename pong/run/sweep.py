@@ -117,12 +117,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     sweep.add_argument("--download", nargs=2, type=where, metavar=("SWEEP", "DEST"), help="copy"
                        " each trial's run into the new directory DEST/NAME")  # fmt: skip
     args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    flags = {a.dest: a.option_strings for a in parser._actions}
+
+    def flag(name: str) -> str:  # the flag as typed: --seeds or --seed
+        said = [f for f in flags[name] if any(w.split("=")[0] == f for w in argv)]
+        return (said or flags[name])[0]
+
+    for name in SWEPT:  # a value given twice would be one trial: a slip, said
+        values = getattr(args, name) or []
+        if twice := next((v for i, v in enumerate(values) if v in values[:i]), None):
+            parser.error(f"argument {flag(name)}: {twice!r} given twice")
     mode = next((m for m in ("resume", "download") if getattr(args, m) is not None), None)
     names = (*SWEPT, "env", *PASSED, "sweep_dir", "scheduler", "download", *RESUMABLE)
     allowed = {"resume": ("resume", *RESUMABLE), "download": ("download",)}.get(mode, names)
     if given := [a for a in names if getattr(args, a) is not None and a not in allowed]:
         keeps = ", which keeps the sweep's own settings" if mode == "resume" else ""
-        parser.error(f"argument --{given[0].replace('_', '-')}: not with --{mode}{keeps}")
+        parser.error(f"argument {flag(given[0])}: not with --{mode}{keeps}")
     if args.scheduler == "asha" and args.updates is None:
         parser.error("argument --scheduler asha: needs --updates, the most a trial runs")
     return args
@@ -237,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
 def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
     """The flags' sweep: every combination of the swept values (seed 1 unless told: it repeats)."""
     values = [getattr(args, n) or [1 if n == "seed" else getattr(Config, n)] for n in SWEPT]
-    combos = itertools.product(*(dict.fromkeys(v) for v in values))  # a value given twice is one
+    combos = itertools.product(*values)
     env = Config.env if args.env is None else args.env  # '' is refused, not the default
     configs = [Config(env=env, **dict(zip(SWEPT, combo, strict=True))) for combo in combos]
     if len(configs) > MAX_TRIALS:
@@ -286,15 +297,21 @@ def owned(storage: Storage, creating: bool):
             with contextlib.suppress(OSError):
                 storage.fs.delete_file(f"{storage.root}/{OWNER}")
         return
+    made = not os.path.lexists(storage.root)
     try:
         directory = Directory.open(Path(storage.root), create=True)
     except OSError as e:
         flag = "--sweep-dir" if creating else "--resume"
         raise UsageError(f"{flag} {printable(storage.root)}: {e.strerror or e}") from None
-    with contextlib.closing(directory), lock(directory, PROG, "one sweep per directory"):
-        if creating:  # another sweep may have won the race
-            _refuse_files(storage)
-        yield
+    with contextlib.closing(directory):
+        with lock(directory, PROG, "one sweep per directory"):
+            if creating:  # another sweep may have won the race
+                _refuse_files(storage)
+            yield
+        if made and directory.names() == [LOCK]:  # Ray never started: no sweep to resume
+            directory.remove(LOCK)
+            with contextlib.suppress(OSError):  # someone put a file in it meanwhile
+                Path(storage.root).rmdir()
 
 
 def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:

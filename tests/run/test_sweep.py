@@ -20,7 +20,7 @@ from pong.run.checkpoint import load
 from pong.run.config import Config
 from pong.run.errors import UsageError, command
 from pong.run.sweep import DEFINITION, MAX_TRIALS, PASSED, Sweep, main, trial_name
-from tests.helpers import ROOT, processes, run_driver, stop_processes_of, wait_for
+from tests.helpers import ROOT, free_port, processes, run_driver, stop_processes_of, wait_for
 
 TOY_UPDATES = 30  # toy updates: long enough to be stopped in the middle (at update 5 or so)
 TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={TOY_UPDATES}", "--watch-every=0"]
@@ -31,9 +31,13 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={TOY_UPDATES}", "
     [
         (["--seeds", *map(str, range(MAX_TRIALS + 1))], "more than 1,000"),
         (["--scheduler", "asha"], "--scheduler asha: needs --updates"),
-        (["--resume", "{tmp}/x", "--seeds", "1"], "argument --seed: not with --resume"),
+        (["--resume", "{tmp}/x", "--seeds", "1"], "argument --seeds: not with --resume"),
+        (["--resume", "{tmp}/x", "--seed=1"], "argument --seed: not with --resume"),
         (["--resume", "{tmp}"], "no sweep there"),
-        (["--resume", "{tmp}", "--iterations", "3"], "--updates: not with --resume"),
+        (["--resume", "{tmp}", "--iterations", "3"], "--iterations: not with --resume"),
+        (["--seeds", "2", "1", "2"], "argument --seeds: 2 given twice"),  # not 2 trials
+        (["--learning-rate", "1e-3", "0.001"], "argument --learning-rate: 0.001 given twice"),
+        (["--sweep-dir", "s3://?region=x"], "s3://?region=x: names no bucket"),
         (["--resume", "{tmp}", "--scheduler", "asha"], "--scheduler: not with --resume"),
         (["--sweep-dir", "{tmp}/file/sub"], "is not a directory"),
         (["--sweep-dir", "{tmp}"], "holds files already"),
@@ -62,6 +66,13 @@ def test_a_bad_sweep_is_one_line_before_ray_starts(argv, message, tmp_path, caps
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
     assert err.startswith("python -m pong sweep: error: ")
+
+
+def test_a_sweep_whose_cluster_does_not_answer_leaves_no_directory(tmp_path, capsys) -> None:
+    sweep = tmp_path / "sweep"
+    assert main(["--sweep-dir", str(sweep), f"--address=127.0.0.1:{free_port()}"]) == 1
+    assert "no Ray cluster answers at 127.0.0.1:" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # it never began: nothing to --resume
 
 
 def test_trial_names_say_their_settings_at_full_precision() -> None:
