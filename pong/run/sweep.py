@@ -316,7 +316,7 @@ def owned(storage: Storage, creating: bool):
 
 def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
     """Join Ray, run the trials not yet ended, then print and write the summary."""
-    started, given, stops = time.monotonic(), args.address, _STOPS
+    started, given, stops, error = time.monotonic(), args.address, _STOPS, ""
     stops.holding = True  # a stop now counted, not raised (in Ray's start it was a traceback)
     try:
         from pong.run.cluster import ClusterError, connect, resolve_address
@@ -346,8 +346,8 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
             try:
                 _tuner(args, storage, sweep, todo).fit()
             except (OSError, TuneError) as e:  # the storage failed under Tune, say
-                print(f"{PROG}: error: Tune stopped: {raised(str(e)) or first_line(e)}",
-                      file=sys.stderr)  # fmt: skip
+                error = f"{PROG}: error: Tune stopped: {raised(str(e)) or first_line(e)}"
+                print(error, file=sys.stderr)
     except KeyboardInterrupt:  # from Ray's own SIGTERM handler, as it gave up starting
         pass  # a stop before Tune started its trials: the sweep ends as after one
     finally:
@@ -361,7 +361,7 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
             finally:
                 stops.install()  # and counted once ours are in place again
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
-    return report(storage, sweep, time.monotonic() - started, given)
+    return report(storage, sweep, time.monotonic() - started, given, error)
 
 
 def check_storage(storage: Storage, names: list[str]) -> None:
@@ -547,13 +547,19 @@ def _hooks(sweep: Sweep, storage: Storage):
     return Hooks()
 
 
-def report(storage: Storage, sweep: Sweep, took: float, address=None) -> int:
-    """The summary, printed and in ``summary.csv``; done, or the command that finishes it."""
+def report(storage: Storage, sweep: Sweep, took: float, address=None, error="") -> int:
+    """The summary, printed and in ``summary.csv``; done, or the command that finishes it.
+    A write that fails (a full disk) is a failure, said once (unless ``error`` said it)."""
     sweep.seconds += took
-    storage.write(DEFINITION, sweep.to_json())
-    table, out = summarize(storage, sweep), io.StringIO()
+    table, out, unwritten = summarize(storage, sweep), io.StringIO(), False
     csv.writer(out, lineterminator="\n").writerows([list(table[0]), *(r.values() for r in table)])
-    storage.write(SUMMARY, out.getvalue().encode())
+    try:
+        storage.write(DEFINITION, sweep.to_json())
+        storage.write(SUMMARY, out.getvalue().encode())
+    except StorageError as e:
+        unwritten = True
+        if str(e) not in error:
+            print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
     lines = [list(table[0]), ["---"] * len(table[0]), *(row.values() for row in table)]
     print("", *(f"| {' | '.join(cells)} |" for cells in lines), "", sep="\n")  # Markdown
     unfinished = sum(trial_name(c) not in sweep.ended for c in sweep.configs)
@@ -569,7 +575,7 @@ def report(storage: Storage, sweep: Sweep, took: float, address=None) -> int:
         return 128 + _STOPS.received[0].value if _STOPS.received else 1
     print(f"Done: {_count(trials, 'trial')} in {took:.0f} s{said};"
           f" {printable(storage.name(SUMMARY))}")  # fmt: skip
-    return 1 if tally["failed"] else 0
+    return 1 if tally["failed"] or unwritten else 0
 
 
 def _shown(storage: Storage) -> str:

@@ -345,6 +345,25 @@ def test_the_summary_counts_every_trial_marks_the_best_and_notes_bad_files(
     assert table[1]["games_to_running_mean_0"] == "40 -"
 
 
+@pytest.mark.parametrize("said_by_tune", [False, True])
+def test_a_summary_that_cannot_be_written_is_one_line_and_a_failure(
+    said_by_tune, tmp_path, capsys
+) -> None:
+    """As on a full disk: sweep.json cannot be written (a directory is in its place). Said
+    once, also where Tune's stop already said it; the table and the resume command follow."""
+    from pong.run.storage import Storage
+    from pong.run.sweep import report
+
+    (tmp_path / DEFINITION).mkdir()
+    sweep = Sweep([Config(seed=1)], dict.fromkeys(PASSED) | {"scheduler": "fifo"})
+    said = f"Tune stopped: could not write {tmp_path / DEFINITION}: Is a directory"
+    assert report(Storage(tmp_path), sweep, 1.0, error=said if said_by_tune else "") == 1
+    out, err = capsys.readouterr()
+    assert err == ("" if said_by_tune else f"python -m pong sweep: error: {said[14:]}\n"), err
+    again = command("--resume", module="pong sweep")
+    assert out.splitlines()[-1].endswith(f"continue with: {again} {tmp_path}")
+
+
 def test_a_trial_resumes_from_the_latest_checkpoint_that_can_be_resumed(tmp_path, capsys) -> None:
     """Its latest checkpoint's tensors are damaged (its header is whole): the trial goes on
     from the one before, and says why; with none left that can, one line names the file."""
