@@ -114,10 +114,16 @@ def save_policy(path: PathLike, checkpoint: Checkpoint, *, replace: bool = True)
 
 
 def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
-    """The checkpoint in ``path`` (or its run directory); with ``policy``, a policy file too,
-    and a directory's ``POLICY_FILENAME`` where it holds no checkpoint (a shared agent's).
-    Weights come back as float64, W1 column-major."""
-    path = Path(path)
+    """The checkpoint in ``path`` (or its run directory, or a sweep trial's latest run); with
+    ``policy``, a policy file too, and a directory's ``POLICY_FILENAME`` where it holds no
+    checkpoint (a shared agent's). Weights come back as float64, W1 column-major."""
+    from pong.run.sweep import DEFINITION, runs_of  # here: the sweep reads checkpoints
+
+    path, sweep = Path(path), ""
+    if path.is_dir() and not (path / FILENAME).exists():  # a sweep's trial: its latest run
+        if (path.parent / DEFINITION).is_file():
+            path = next(iter(runs_of([path])), path)
+        sweep = " (a sweep: name one of its trials)" * (path / DEFINITION).is_file()
     if path.is_dir():  # a run directory, or a link to one
         shared = policy and not (path / FILENAME).exists() and (path / POLICY_FILENAME).exists()
         path = path / (POLICY_FILENAME if shared else FILENAME)
@@ -128,7 +134,7 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
         old = path.with_name(OLD_FILENAME)
         hint = f" (it holds an earlier version's {OLD_FILENAME}: {_convert(old)})"
         hint = hint if path.name == FILENAME and old.exists() else ""
-        raise CheckpointError(f"{path}: no such checkpoint file{hint}") from None
+        raise CheckpointError(f"{path}: no such checkpoint file{hint or sweep}") from None
     except NotRegularError as e:
         raise CheckpointError(f"{path}: {e.strerror}") from None
     except OSError as e:

@@ -345,6 +345,22 @@ def test_the_summary_counts_every_trial_marks_the_best_and_notes_bad_files(
     assert table[1]["games_to_running_mean_0"] == "40 -"
 
 
+def test_a_trial_directory_is_read_as_its_latest_run_and_a_sweep_s_is_named(tmp_path) -> None:
+    """export, --evaluate and plot --weights load what ``load`` finds: a trial's latest run."""
+    from pong.run.checkpoint import CheckpointError
+    from tests.run.test_storage import trial_checkpoint
+
+    trial_checkpoint(tmp_path, "t", 3, 5)
+    trial_checkpoint(tmp_path, "t", 4, 6)
+    (tmp_path / DEFINITION).write_text("{}")
+    assert load(tmp_path / "t").updates == 6
+    with pytest.raises(CheckpointError, match=r"no such checkpoint file \(a sweep: name one of"):
+        load(tmp_path)
+    (tmp_path / DEFINITION).unlink()  # no sweep: a directory of directories is no run
+    with pytest.raises(CheckpointError, match=r"t/checkpoint.safetensors: no such [a-z ]+$"):
+        load(tmp_path / "t")
+
+
 @pytest.mark.parametrize("said_by_tune", [False, True])
 def test_a_summary_that_cannot_be_written_is_one_line_and_a_failure(
     said_by_tune, tmp_path, capsys
