@@ -66,6 +66,11 @@ def test_a_new_run_gets_a_seed_and_refuses_a_directory_that_holds_a_run(tmp_path
         Run.start(tmp_path, Config(), checkpoint_every=10).open()
 
 
+def test_a_run_directory_that_cannot_be_made_is_named_as_one() -> None:
+    with pytest.raises(UsageError, match=r"^run directory /proc/pong-x: No such file"):
+        Run.start(Path("/proc/pong-x"), Config(), checkpoint_every=10).open()  # /proc makes none
+
+
 def test_checkpoints_come_after_the_first_update_every_n_updates_and_at_close(tmp_path) -> None:
     run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=2)
     trainer = StandInTrainer(run.config)
