@@ -155,11 +155,11 @@ def _csv(path) -> list[dict[str, str]]:
 def test_one_update_then_resume_one_more(tmp_path, shared_ray) -> None:
     address, env = shared_ray
     run = tmp_path / "run"
-    first = ["--batch-size=2", "--updates=1", "--seed=0", "--num-cpus=2"]
-    proc = run_driver([*first, f"--run-dir={run}", "--checkpoint-every=1"], _local_env())
+    first = ["--batch-size=2", "--updates=1", "--seed=0", f"--address={address}"]
+    proc = run_driver([*first, f"--run-dir={run}", "--checkpoint-every=1"], env)
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[0].startswith("Running on a local Ray (1 node, 2 CPUs): batch size 2")
+    lines = proc.stdout.splitlines()  # (a local Ray's first line: test_cluster's)
+    assert lines[0].startswith(f"Running on the Ray cluster at {address} (1 node, 3 CPUs): batch")
     assert lines[1].startswith(f"Run directory: {run} (checkpoint every 1 updates")
     assert lines[2].startswith("Started 2 of 2 RolloutWorker actors (one CPU each) on 1 node (2: ")
     batches = [BATCH_LINE.match(line) for line in lines if line.startswith("Batch")]
