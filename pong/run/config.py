@@ -58,15 +58,6 @@ def local_cpus(text: str) -> int:
     return bounded(int, POSITIVE_INT, ((lambda n: n <= 64 * machine), what))(text)
 
 
-def score(text: str) -> float:
-    """A running mean to pass: below 21, the most points a game can give."""
-    if (value := finite_float(text)) >= 21:
-        raise argparse.ArgumentTypeError(
-            f"a game scores at most 21, so no running mean is above {text}"
-        )
-    return value
-
-
 def path(text: str) -> Path:
     """A file or directory: not empty (``Path("")`` would be the current directory)."""
     if not text.strip():
@@ -126,7 +117,7 @@ class Options:
         flags=("--updates", "--iterations"),
     )
     until_mean: float | None = setting(
-        score,
+        finite_float,  # below a game's most points: pong.envs.make.check_goal, for the env
         "also stop once the running mean is above SCORE (0: beating the built-in opponent on"
         " average)",
         metavar="SCORE",
