@@ -102,6 +102,10 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
     Each row is checked as the tools read it, a row at a time: memory stays bounded."""
     lines, total, kept, last = None, 0, 0, 0  # last: the update of the last row
     counter = "update" if name == UPDATES else "game"  # row n of a run is its update or game n
+
+    def keep(row: dict[str, str]) -> bool:
+        return after is None or int(row["update"]) <= after
+
     if run_dir.lstat(name) is not None:
         lines = _WholeLines(run_dir.path / name, lambda: run_dir.read(name), after)
         try:
@@ -110,7 +114,7 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
                 if after is not None and int(row[counter]) != total:  # resumed past a hole
                     raise lines.error(f"{counter} {row[counter]} where {counter} {total:,} is"
                                       " due; were rows removed?")  # fmt: skip
-                kept += after is None or last <= after
+                kept += keep(row)
         except MetricsFileError:
             if after is None and lines.number == 1:  # not our header: a new run refused rows
                 return None
@@ -131,7 +135,7 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
         with run_dir.write(name, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=lines.reader.fieldnames)
             writer.writeheader()
-            writer.writerows(r for r in again.rows() if after is None or int(r["update"]) <= after)
+            writer.writerows(filter(keep, again.rows()))
     return list(lines.reader.fieldnames) if kept else None
 
 

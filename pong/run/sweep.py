@@ -573,7 +573,7 @@ def report(storage: Storage, sweep: Sweep, took: float, address=None, error="") 
         print(f"Stopped with {unfinished} of {trials} trials unfinished{said}; continue with:"
               f" {again}", flush=True)  # fmt: skip
         return 128 + _STOPS.received[0].value if _STOPS.received else 1
-    print(f"Done: {_count(trials, 'trial')} in {took:.0f} s{said};"
+    print(f"Done: {_count(trials, 'trial')} in {sweep.seconds:.0f} s{said};"
           f" {printable(storage.name(SUMMARY))}")  # fmt: skip
     return 1 if tally["failed"] or unwritten else 0
 

@@ -361,6 +361,17 @@ def test_a_trial_directory_is_read_as_its_latest_run_and_a_sweep_s_is_named(tmp_
         load(tmp_path / "t")
 
 
+def test_a_finished_sweep_says_the_seconds_of_all_its_launches(tmp_path, capsys) -> None:
+    from pong.run.storage import Storage
+    from pong.run.sweep import report
+
+    config = Config(seed=1)
+    ended = {trial_name(config): "done"}
+    sweep = Sweep([config], dict.fromkeys(PASSED) | {"scheduler": "fifo"}, ended, seconds=100.0)
+    assert report(Storage(tmp_path), sweep, 2.0) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("Done: 1 trial in 102 s;")
+
+
 @pytest.mark.parametrize("said_by_tune", [False, True])
 def test_a_summary_that_cannot_be_written_is_one_line_and_a_failure(
     said_by_tune, tmp_path, capsys
