@@ -667,9 +667,12 @@ def _copy_whole(storage: Storage, name: str, into: Path) -> bool:
 
 def runs_of(paths: Sequence[Path]) -> list[Path]:
     """The run directories ``paths`` name: a sweep's directory stands for each trial's latest
-    run, a trial's directory for its own; the sweep's other files (``DIR/*``) are left out."""
+    run, a trial's directory for its own, and a folder of runs or sweeps (``results/``) for
+    theirs; the sweep's other files (``DIR/*``) are left out."""
     found: list[Path] = []
     for path in paths:
+        inside = sorted(path.iterdir()) if path.is_dir() and not (path / UPDATES).exists() else []
+        held = [p for p in inside if (p / UPDATES).is_file() or (p / DEFINITION).is_file()]
         if (path / DEFINITION).is_file():
             storage = Storage(path)
             found += [
@@ -678,6 +681,8 @@ def runs_of(paths: Sequence[Path]) -> list[Path]:
         elif (path.parent / DEFINITION).is_file():
             if latest := Storage(path.parent).latest(path.name):
                 found.append(path.parent / latest)
+        elif held:
+            found += runs_of(held)
         else:
             found.append(path)
     return found

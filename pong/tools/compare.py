@@ -106,7 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m pong compare",
         description="Compare runs: when each passed the marks, and the spread (Markdown).",
     )
-    parser.add_argument("run_dirs", nargs="+", type=nonempty_path, help="runs, or sweeps")
+    parser.add_argument(
+        "run_dirs", nargs="+", type=nonempty_path, help="runs, sweeps, folders of them"
+    )
     args = parser.parse_args(argv)
     args.run_dirs = runs_of(args.run_dirs)
     try:

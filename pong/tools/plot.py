@@ -188,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Draw a run's learning curves as a PNG, or overlay several runs' curves.",
     )
     add = parser.add_argument
-    add("run_dirs", nargs="*", type=nonempty_path, help="run directories, or sweeps")
+    add("run_dirs", nargs="*", type=nonempty_path, help="runs, sweeps, folders of them")
     add(
         "--weights",
         type=nonempty_path,

@@ -132,3 +132,9 @@ def test_a_sweep_stands_for_its_trials_latest_runs_and_its_own_files_are_no_run(
     assert runs_of([tmp_path / "x"]) == [tmp_path / "x"]  # anything else as it is
     (tmp_path / "summary.csv").write_text("not a sweep's\n")
     assert runs_of([tmp_path / "summary.csv"]) == [tmp_path / "summary.csv"]
+    assert runs_of([tmp_path]) == newest  # a folder of sweeps and runs (results/)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "updates.csv").write_text("update\n")
+    (tmp_path / "not-a-run").mkdir()
+    assert runs_of([tmp_path]) == [tmp_path / "run", *newest]
+    assert runs_of([tmp_path / "not-a-run"]) == [tmp_path / "not-a-run"]  # its own error, later
