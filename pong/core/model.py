@@ -2,8 +2,9 @@
 
 Names are 2016's: ``H`` hidden units, ``D`` inputs, ``W1`` (H, D), ``W2`` (H,), ``aprob`` =
 P(action 2); for a game of T steps ``epx`` (T, D) inputs, ``eph`` (T, H) hidden states,
-``epdlogp`` and ``epr`` (T,). These are 2016's dense ``policy_forward`` and ``policy_backward``;
-``pong.core.rollout`` computes the same on the ~26 non-zero entries of a difference frame."""
+``epdlogp`` (times the advantages here, as 2016 multiplied it in place) and ``epr`` (T,).
+These are 2016's dense ``policy_forward`` and ``policy_backward``; ``pong.core.rollout``
+computes the same on the ~26 non-zero entries of a difference frame."""
 
 from __future__ import annotations
 

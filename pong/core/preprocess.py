@@ -59,8 +59,9 @@ class GymFrames:
     """Steps ``env`` through Gymnasium and binarizes each observation: any env or wrapper.
 
     Example:
-        >>> from pong.envs.make import make_env
-        >>> frames = GymFrames(make_env("PongToy/Catch-v0"))
+        >>> import ale_py, gymnasium as gym
+        >>> gym.register_envs(ale_py)
+        >>> frames = GymFrames(gym.make("ALE/Pong-v5"))
         >>> first = frames.reset(seed=0)
         >>> first.shape, first.dtype
         ((6400,), dtype('bool'))

@@ -11,8 +11,8 @@ __all__ = ["State"]
 
 @dataclass
 class State:
-    """What a checkpoint holds besides the run's settings (a policy file: the weights, as
-    float32, and the counters)."""
+    """What a checkpoint holds besides the run's settings. (A policy file holds the weights
+    alone, stored as float32, and the counters; read back, they are float64 here too.)"""
 
     weights: dict[str, np.ndarray]  # {"W1": (H, D), "W2": (H,)} float64
     rmsprop_cache: dict[str, np.ndarray]  # the same shapes: RMSProp's average of squared grads

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import doctest
 import subprocess
 import sys
 
@@ -11,12 +12,15 @@ import pytest
 from tests.helpers import ROOT
 
 PARTS = ("core", "envs", "run", "tools")
+DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def imported(path) -> set[str]:
-    """Every module ``path`` imports, at its top or inside a function."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    """Every module ``path`` imports, at its top, inside a function, or in a doctest."""
+    names, tree = set(), ast.parse(path.read_text())
+    texts = [ast.get_docstring(n) or "" for n in ast.walk(tree) if isinstance(n, DOCUMENTED)]
+    examples = [e.source for text in texts for e in doctest.DocTestParser().get_examples(text)]
+    for node in (n for t in [tree, *map(ast.parse, examples)] for n in ast.walk(t)):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -34,6 +38,8 @@ def test_the_check_reports_an_import_from_another_part(tmp_path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from pong.run.config import Config\n")
     assert "pong.run.config.Config" in imported(module)
+    module.write_text('def f():\n    """\n    >>> import pong.envs.make\n    """\n')
+    assert "pong.envs.make" in imported(module)  # a doctest's import too
 
 
 def test_every_module_belongs_to_a_part() -> None:
