@@ -1,6 +1,6 @@
 """``Dealer``, the last chapter, which a first reading can skip: an update's games dealt to the
 workers as they come and go, and backups of slow games. A game's seed (``game_seed``) makes it
-the same game on any worker. Its words are in docs/algorithm.md, under "Words".
+the same game on any worker. Its words are in docs/algorithm.md, under "Glossary".
 
 A worker is in one of four states, kept in these fields alone. It moves when the dealer deals
 it a game and when Ray replies or reports an error:

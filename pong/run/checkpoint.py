@@ -119,11 +119,14 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
     checkpoint (a shared agent's). Weights come back as float64, W1 column-major."""
     from pong.run.sweep import DEFINITION, runs_of  # here: the sweep reads checkpoints
 
-    path, sweep = Path(path), ""
-    if path.is_dir() and not (path / FILENAME).exists():  # a sweep's trial: its latest run
-        if (path.parent / DEFINITION).is_file():
+    path, why = Path(path), ""
+    if path.is_dir() and not (path / FILENAME).exists():
+        if (path.parent / DEFINITION).is_file():  # a sweep's trial: its latest run
             path = next(iter(runs_of([path])), path)
-        sweep = " (a sweep: name one of its trials)" * (path / DEFINITION).is_file()
+        if (path / DEFINITION).is_file():
+            why = " (a sweep: name one of its trials)"
+        elif not policy and (path / POLICY_FILENAME).is_file():  # a shared agent's
+            why = f" (it holds a policy file; to train it on: {command('--start-from', path)})"
     if path.is_dir():  # a run directory, or a link to one
         shared = policy and not (path / FILENAME).exists() and (path / POLICY_FILENAME).exists()
         path = path / (POLICY_FILENAME if shared else FILENAME)
@@ -134,7 +137,7 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
         old = path.with_name(OLD_FILENAME)
         hint = f" (it holds an earlier version's {OLD_FILENAME}: {_convert(old)})"
         hint = hint if path.name == FILENAME and old.exists() else ""
-        raise CheckpointError(f"{path}: no such checkpoint file{hint or sweep}") from None
+        raise CheckpointError(f"{path}: no such checkpoint file{hint or why}") from None
     except NotRegularError as e:
         raise CheckpointError(f"{path}: {e.strerror}") from None
     except OSError as e:

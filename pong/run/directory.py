@@ -230,7 +230,8 @@ class Run:
         if held:
             raise UsageError(
                 f"{self.directory} already holds a run's {held[0]}, but no checkpoint to resume"
-                " (it stopped before its first save); choose another --run-dir"
+                " (it stopped before its first save, or the checkpoint was removed); choose"
+                " another --run-dir"
             )
 
     def record(self, update: Update, trainer: Trainer) -> None:

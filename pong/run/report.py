@@ -54,10 +54,8 @@ def started(trainer: Trainer) -> str:
     placed, asked, waiting = dealer.up_by_node(), len(dealer.workers), dealer.waiting()
     line = f"Started {sum(placed.values())} of {asked} RolloutWorker actor{'s' * (asked != 1)}"
     if placed:
-        nodes, counts = len(placed), " + ".join(map(str, placed.values()))
-        line += (
-            f" (one CPU each) on {nodes} node{'s' * (nodes != 1)} ({counts}: {', '.join(placed)})"
-        )
+        nodes, where = len(placed), ", ".join(f"{n} on {node}" for node, n in placed.items())
+        line += f" (one CPU each) on {nodes} node{'s' * (nodes != 1)} ({where})"
     if waiting:
         them = "it" if waiting == 1 else "them"
         if ray.available_resources().get("CPU", 0) >= 1:  # placed, and still starting

@@ -134,6 +134,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if given := [a for a in names if getattr(args, a) is not None and a not in allowed]:
         keeps = ", which keeps the sweep's own settings" if mode == "resume" else ""
         parser.error(f"argument {flag(given[0])}: not with --{mode}{keeps}")
+    args.goal_flag = flag("until_mean")  # as typed, for check's line
     if args.scheduler == "asha" and args.updates is None:
         parser.error("argument --scheduler asha: needs --updates, the most a trial runs")
     return args
@@ -154,7 +155,7 @@ class Sweep:
         return (json.dumps(body, indent=1) + "\n").encode()
 
 
-def check(configs: list[Config], settings: dict) -> None:
+def check(configs: list[Config], settings: dict, goal_flag: str = "--stop-at") -> None:
     """A ``ValueError`` for what no trial could run: an unknown env, a running mean to pass
     that no game reaches, too many workers."""
     from pong.envs.make import check_env, check_goal
@@ -167,7 +168,7 @@ def check(configs: list[Config], settings: dict) -> None:
         try:
             check_goal(env, settings["until_mean"])
         except ValueError as e:
-            raise ValueError(f"--stop-at: {e}") from None
+            raise ValueError(f"{goal_flag}: {e}") from None
     workers = settings["workers"]
     smallest = min(c.batch_size for c in configs)
     _expect(workers is None or workers <= smallest, f"--workers {workers}: at most the smallest"
@@ -262,7 +263,7 @@ def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
     settings = {n: getattr(args, n) for n in PASSED} | {"scheduler": args.scheduler or "fifo"}
     settings["watch_every"] = 100 if args.watch_every is None else args.watch_every
     try:
-        check(configs, settings)
+        check(configs, settings, args.goal_flag)
     except ValueError as e:
         raise UsageError(str(e)) from None
     return Sweep(configs, settings)

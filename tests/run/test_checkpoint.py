@@ -17,6 +17,7 @@ from pong.core.reference import policy_forward
 from pong.run import checkpoint as ckpt
 from pong.run.checkpoint import FILENAME, Checkpoint, CheckpointError, load, save
 from pong.run.config import Config
+from pong.run.errors import command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -327,8 +328,10 @@ def test_a_shared_agent_s_directory_stands_for_its_policy_file_where_weights_wil
     directory's checkpoint still comes first, and --resume still needs one."""
     ckpt.save_policy(tmp_path / "policy.safetensors", make_checkpoint(1))
     assert load(tmp_path, policy=True).config.seed == 1
-    with pytest.raises(CheckpointError, match=f"{FILENAME}: no such checkpoint file"):
+    with pytest.raises(CheckpointError, match=f"{FILENAME}: no such checkpoint file") as e:
         load(tmp_path)
+    again = command("--start-from", tmp_path)
+    assert str(e.value).endswith(f"(it holds a policy file; to train it on: {again})")
     save(tmp_path / FILENAME, make_checkpoint(2))
     assert load(tmp_path, policy=True).config.seed == 2  # the run's own checkpoint
 

@@ -49,6 +49,7 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={TOY_UPDATES}", "
             ["--env", "PongToy/Catch-v0", "--stop-at", "5"],
             "--stop-at: a game of PongToy/Catch-v0 scores at most 5, so no running mean is above 5",
         ),  # fmt: skip
+        (["--until-mean", "21"], "--until-mean: a game of ALE/Pong-v5 scores at most 21, so no"),
         (
             ["--batch-size", "2", "4", "--workers", "3"],
             "--workers 3: at most the smallest --batch-size",

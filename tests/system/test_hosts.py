@@ -114,7 +114,7 @@ def test_the_documented_job_places_one_worker_per_host_with_the_bytes_of_one_mac
     assert f"Running on the Ray cluster at {address} (2 nodes, 2 CPUs)" in job.stdout
     [started] = re.findall(r"^Started .*", job.stdout, re.M)
     assert started.startswith(
-        "Started 2 of 2 RolloutWorker actors (one CPU each) on 2 nodes (1 + 1: "
+        "Started 2 of 2 RolloutWorker actors (one CPU each) on 2 nodes (1 on "
     ) and {f"{SUBNET}.1", f"{SUBNET}.2"} == set(re.findall(rf"{SUBNET}\.\d", started)), started
     assert len(_batches(job.stdout)) == 60 and "Traceback" not in job.stdout
     assert (run / "checkpoint.safetensors").read_bytes() == alone
