@@ -179,6 +179,8 @@ def read_definition(storage: Storage) -> Sweep:
     """``DIR/sweep.json``, read as hostile: each value checked as its flag is, else one line."""
     parse = {f.name: f.metadata["type"] for f in dataclasses.fields(Options)}
     keys = ("format", "trials", "settings", "ended", "seconds")
+    if not storage.remote and os.path.isfile(storage.root):
+        raise UsageError(f"{printable(storage.root)}: a file, not a sweep's directory")
     try:
         body = json.loads(storage.read(DEFINITION, MAX_DEFINITION), object_pairs_hook=unique)
         _expect(isinstance(body, dict) and body.get("format") == FORMAT, "not a pong sweep")

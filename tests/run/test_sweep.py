@@ -34,6 +34,7 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={TOY_UPDATES}", "
         (["--resume", "{tmp}/x", "--seeds", "1"], "argument --seeds: not with --resume"),
         (["--resume", "{tmp}/x", "--seed=1"], "argument --seed: not with --resume"),
         (["--resume", "{tmp}"], "no sweep there"),
+        (["--resume", "{tmp}/file"], "file: a file, not a sweep's directory"),
         (["--resume", "{tmp}", "--iterations", "3"], "--iterations: not with --resume"),
         (["--seeds", "2", "1", "2"], "argument --seeds: 2 given twice"),  # not 2 trials
         (["--learning-rate", "1e-3", "0.001"], "argument --learning-rate: 0.001 given twice"),
