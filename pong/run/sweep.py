@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -126,8 +127,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
     for name in SWEPT:  # a value given twice would be one trial: a slip, said
         values = getattr(args, name) or []
-        if twice := next((v for i, v in enumerate(values) if v in values[:i]), None):
-            parser.error(f"argument {flag(name)}: {twice!r} given twice")
+        if twice := [v for v, n in Counter(values).items() if n > 1]:  # seed 0 too
+            parser.error(f"argument {flag(name)}: {twice[0]!r} given twice")
     mode = next((m for m in ("resume", "download") if getattr(args, m) is not None), None)
     names = (*SWEPT, "env", *PASSED, "sweep_dir", "scheduler", "download", *RESUMABLE)
     allowed = {"resume": ("resume", *RESUMABLE), "download": ("download",)}.get(mode, names)

@@ -37,6 +37,7 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={TOY_UPDATES}", "
         (["--resume", "{tmp}/file"], "file: a file, not a sweep's directory"),
         (["--resume", "{tmp}", "--iterations", "3"], "--iterations: not with --resume"),
         (["--seeds", "2", "1", "2"], "argument --seeds: 2 given twice"),  # not 2 trials
+        (["--seed", "0", "0"], "argument --seed: 0 given twice"),
         (["--learning-rate", "1e-3", "0.001"], "argument --learning-rate: 0.001 given twice"),
         (["--sweep-dir", "s3://?region=x"], "s3://?region=x: names no bucket"),
         (["--resume", "{tmp}", "--scheduler", "asha"], "--scheduler: not with --resume"),
