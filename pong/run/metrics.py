@@ -376,8 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (found := runs_of([args.run_dir])):
             raise ValueError(f"{printable(args.run_dir)}: no trial has finished an update yet")
         if len(found) > 1:
-            raise ValueError(f"{printable(args.run_dir)}: a sweep of {len(found)} trial runs;"
-                             " give one trial's directory")  # fmt: skip
+            raise ValueError(f"{printable(args.run_dir)}: holds {len(found)} runs (a sweep's"
+                             " trials, or a folder's); give one run's directory")  # fmt: skip
         print("\n".join(summarize(found[0])))
     except ValueError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)

@@ -251,8 +251,8 @@ def test_a_sweep_s_trial_is_summarized_as_its_latest_run_and_a_whole_sweep_is_re
     trial_checkpoint(tmp_path, "b-seed2", 0, 1)
     assert main([str(tmp_path)]) == 2
     assert capsys.readouterr().err == (
-        f"python -m pong metrics: error: {tmp_path}: a sweep of 2 trial runs;"
-        " give one trial's directory\n"
+        f"python -m pong metrics: error: {tmp_path}: holds 2 runs (a sweep's trials, or a"
+        " folder's); give one run's directory\n"
     )
 
 
