@@ -117,10 +117,10 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
     """The checkpoint in ``path`` (or its run directory, or a sweep trial's latest run); with
     ``policy``, a policy file too, and a directory's ``POLICY_FILENAME`` where it holds no
     checkpoint (a shared agent's). Weights come back as float64, W1 column-major."""
-    from pong.run.sweep import DEFINITION, runs_of  # here: the sweep reads checkpoints
-
     path, why = Path(path), ""
     if path.is_dir() and not (path / FILENAME).exists():
+        from pong.run.sweep import DEFINITION, runs_of  # here: the sweep reads checkpoints
+
         if (path.parent / DEFINITION).is_file():  # a sweep's trial: its latest run
             path = next(iter(runs_of([path])), path)
         if (path / DEFINITION).is_file():

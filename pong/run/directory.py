@@ -187,8 +187,8 @@ class Run:
             self.lock = lock(self.opened)
             self.opened.remove_stale_temporaries(FILENAME, UPDATES, GAMES)  # a killed driver's
         except OSError as e:
-            where = e.filename or self.directory  # else a file in it: the lock, say
-            where = f"run directory {where}" if str(where) == str(self.directory) else where
+            named = e.filename not in (None, str(self.directory))  # a file in it: the lock, say
+            where = e.filename if named else f"run directory {self.directory}"
             raise UsageError(f"{where}: {e.strerror or e}") from None
         watched = self.opened.lstat(WATCH)
         if self.watch_every and watched is not None and not stat.S_ISDIR(watched.st_mode):

@@ -675,8 +675,6 @@ def runs_of(paths: Sequence[Path]) -> list[Path]:
     theirs; the sweep's other files (``DIR/*``) are left out."""
     found: list[Path] = []
     for path in paths:
-        inside = sorted(path.iterdir()) if path.is_dir() and not (path / UPDATES).exists() else []
-        held = [p for p in inside if (p / UPDATES).is_file() or (p / DEFINITION).is_file()]
         if (path / DEFINITION).is_file():
             storage = Storage(path)
             found += [
@@ -685,8 +683,19 @@ def runs_of(paths: Sequence[Path]) -> list[Path]:
         elif (path.parent / DEFINITION).is_file():
             if latest := Storage(path.parent).latest(path.name):
                 found.append(path.parent / latest)
-        elif held:
+        elif held := _held(path):
             found += runs_of(held)
         else:
             found.append(path)
     return found
+
+
+def _held(folder: Path) -> list[Path]:
+    """The runs and sweeps directly in ``folder`` when it is no run itself (else none)."""
+    if (folder / UPDATES).exists():
+        return []
+    try:
+        inside = sorted(folder.iterdir())
+    except OSError:  # not a directory, or unreadable: the tools name it as a run
+        return []
+    return [p for p in inside if (p / UPDATES).is_file() or (p / DEFINITION).is_file()]
