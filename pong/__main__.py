@@ -16,7 +16,6 @@ TOOLS = {  # each tool's module, whose ``main(argv)`` is the command
     "compare": ("pong.tools.compare", "a table of runs side by side"),
     "metrics": ("pong.run.metrics", "summarize a run's metrics"),
     "export": ("pong.tools.export", "write a run's policy as a small file to share"),
-    "convert": ("pong.tools.convert", "carry an earlier version's .npz file over to safetensors"),
 }
 USAGE = "usage: python -m pong TOOL [-h] [ARGS...]\n\ntools:\n" + "".join(
     f"  {name:<9}{about}\n" for name, (_, about) in TOOLS.items()

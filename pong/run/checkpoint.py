@@ -30,7 +30,6 @@ __all__ = ["FILENAME", "Checkpoint", "CheckpointError", "decode", "encode", "loa
 __all__ += ["MAX_RESUMED", "save_policy"]
 
 FILENAME = "checkpoint.safetensors"  # inside a run directory
-OLD_FILENAME = "checkpoint.npz"  # an earlier version's; python -m pong convert carries it over
 POLICY_FILENAME = "policy.safetensors"  # a shared agent's policy file, as in results/
 FORMAT = "pong-checkpoint/2"
 POLICY_FORMAT = "pong-policy/2"  # weights only, float32
@@ -49,7 +48,6 @@ MEANS = ("running_mean", "best_running_mean")
 OLD_NAMES = {"iteration": "updates", "episodes": "games", "running_reward": "running_mean"}
 OLD_NAMES["best_running_reward"] = "best_running_mean"  # files written before the glossary
 NONE = "none"  # a running mean before any game
-ZIP = b"PK\x03\x04"  # how an earlier version's .npz begins
 
 
 class CheckpointError(UsageError, ValueError):
@@ -134,16 +132,13 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
         with open_file(path, MAX_BYTES) as f:
             data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
-        old = path.with_name(OLD_FILENAME)
-        hint = f" (it holds an earlier version's {OLD_FILENAME}: {_convert(old)})"
-        hint = hint if path.name == FILENAME and old.exists() else ""
-        raise CheckpointError(f"{path}: no such checkpoint file{hint or why}") from None
+        raise CheckpointError(f"{path}: no such checkpoint file{why}") from None
     except NotRegularError as e:
         raise CheckpointError(f"{path}: {e.strerror}") from None
     except OSError as e:
         raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
     length = int.from_bytes(data[:8], "little")  # of the JSON header: none of ours is so long
-    if data[:4] != ZIP and len(data) >= 8 and length > MAX_HEADER_BYTES:
+    if len(data) >= 8 and length > MAX_HEADER_BYTES:
         if length > len(data) - 8:  # text, say: no header's length at its start
             raise CheckpointError(f"{path}: not a safetensors file (its first 8 bytes give a"
                                   " header longer than the file)")  # fmt: skip
@@ -154,16 +149,10 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
     return decode(data, path, policy=policy)
 
 
-def _convert(path: PathLike) -> str:
-    return command(path, module="pong convert")
-
-
 def decode(data: bytes, path: PathLike, *, policy: bool = False) -> Checkpoint:
     """The checkpoint in ``data``, a safetensors file's bytes (``path`` names it in errors)."""
     length = int.from_bytes(data[:8], "little")
-    if data[:4] == ZIP:
-        problem = f"a .npz file of an earlier version of pong; carry it over with {_convert(path)}"
-    elif len(data) < 8:
+    if len(data) < 8:
         problem = f"not a safetensors file ({len(data)} bytes long)"
     elif 8 + length > len(data):
         problem = f"damaged (its header claims {length:,} bytes; the file has {len(data):,})"

@@ -207,7 +207,7 @@ class Run:
     def _check_empty(self) -> None:
         """Refuse a new run in a directory that holds an earlier run's checkpoint or metrics."""
         names = self.opened.names()
-        if FILENAME in names or ckpt.OLD_FILENAME in names:
+        if FILENAME in names:
             raise UsageError(
                 f"{self.directory} already holds a run; continue it with --resume {self.directory}"
                 " or choose another --run-dir"

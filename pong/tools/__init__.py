@@ -1,1 +1,1 @@
-"""What to do with a run's files: watch a policy play, export, plot, compare, convert."""
+"""What to do with a run's files: watch a policy play, export, plot, compare."""

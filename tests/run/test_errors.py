@@ -52,7 +52,6 @@ def test_output_to_a_full_disk_is_one_line(command, run_dir, tmp_path) -> None:
     [
         ("pong.tools.compare", []),
         ("pong.run.metrics", []),
-        ("pong.tools.convert", ["a.npz", "b.txt"]),
         ("pong.tools.export", ["only-one"]),
         ("pong.tools.plot", ["--games", "x"]),
         ("pong.run.sweep", ["--seeds"]),

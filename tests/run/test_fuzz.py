@@ -33,7 +33,7 @@ import pytest
 
 from pong.core.model import D, H
 from pong.run.checkpoint import FILENAME, MAX_HEADER_BYTES, CheckpointError, load, save
-from pong.run.errors import UsageError, pasteable
+from pong.run.errors import UsageError
 from pong.run.metrics import GAMES, UPDATES, MetricsLog, read_rows, summarize
 from pong.tools.compare import figures
 from pong.tools.plot import curve
@@ -410,21 +410,6 @@ def test_damaged_policies_load_whole_or_fail_in_one_line(tmp_path) -> None:
     cases = safetensors_cases(POLICY.read_bytes(), seed=2)
     read = lambda path: load(path, policy=True)  # noqa: E731
     fuzz(cases, tmp_path / "policy.safetensors", read, CheckpointError, valid_weights)
-
-
-def test_an_old_npz_is_refused_with_a_pointer_to_pong_convert(checkpoint_bytes, tmp_path) -> None:
-    path = tmp_path / FILENAME
-    path.write_bytes(old_npz(unpack(checkpoint_bytes)[0]))
-    for policy in (False, True):
-        with pytest.raises(CheckpointError) as caught:
-            load(path, policy=policy)
-        assert str(caught.value) == (
-            f"{path}: a .npz file of an earlier version of pong; carry it over with"
-            f" {pasteable(sys.executable)} -m pong convert {pasteable(path)}"
-        )
-    path.rename(tmp_path / "checkpoint.npz")
-    with pytest.raises(CheckpointError, match=r"python -m pong convert \S+checkpoint\.npz\)$"):
-        load(tmp_path)
 
 
 # --- metrics CSVs -------------------------------------------------------------------------------
