@@ -30,7 +30,9 @@ class DenseGame(NamedTuple):
 def play_game_dense(
     model: Model, env: gym.Env, rng: np.random.Generator, reset_seed: int | None = None
 ) -> DenseGame:
-    """``play_game``'s game (its arguments but ``stop``), played and stored as 2016 did."""
+    """One game played with ``model`` and stored as 2016 did (``epx``, ``eph``, ``epdlogp``,
+    ``epr``): ``rng`` draws one ``rng.random()`` a step for the action, ``reset_seed`` goes to
+    the env's reset."""
     observation, _ = env.reset(seed=reset_seed)
     prev_x = None  # the policy sees the difference of consecutive frames
     xs, hs, dlogps, drs = [], [], [], []  # each step's input x, hidden h, dlogp and reward
@@ -54,6 +56,8 @@ def play_game_dense(
 def game_gradient_dense(
     model: Model, game: DenseGame, gamma: float = gamma
 ) -> tuple[dict[str, np.ndarray], str | None]:
-    """``game_gradient`` through ``policy_backward``: ``({"W1", "W2"}, note)``."""
+    """The game's policy gradient as 2016 computed it: each step's ``epdlogp`` times its
+    advantage, back through ``policy_backward``: ``({"W1", "W2"}, note)``, with
+    ``advantages``' note."""
     adv, note = advantages(game.epr, gamma)
     return policy_backward(model, game.eph, game.epx, game.epdlogp * adv), note

@@ -120,16 +120,16 @@ class SparseGrad(NamedTuple):
         return {"W1": W1, "W2": self.W2.copy()}
 
 
-def block_inputs(game: SparseGame, start: int, end: int, entry_k: np.ndarray) -> tuple:
+def block_inputs(game: SparseGame, start: int, end: int, slot: np.ndarray) -> tuple:
     """Steps ``start:end``'s inputs as a dense (steps, M) ``block`` over only the M pixels
-    they touch: ``(ks, block)``. A pixel is named by its k, its place among the game's changed
-    pixels: ``entry_k[e]`` is stored entry ``e``'s, ``ks[m]`` that of ``block``'s column m."""
+    they touch: ``(slots, block)``. A pixel's slot is its place among the game's changed
+    pixels (``columns`` below): ``slot[e]`` is stored entry ``e``'s, ``slots[m]`` column m's."""
     first, last = int(game.offsets[start]), int(game.offsets[end])
-    ks, entry_column = np.unique(entry_k[first:last], return_inverse=True)
-    entry_step = np.repeat(np.arange(end - start), np.diff(game.offsets[start : end + 1]))
-    block = np.zeros((end - start, ks.size))
-    block[entry_step, entry_column] = game.values[first:last]
-    return ks, block
+    slots, column = np.unique(slot[first:last], return_inverse=True)  # each entry's column
+    step = np.repeat(np.arange(end - start), np.diff(game.offsets[start : end + 1]))  # its row
+    block = np.zeros((end - start, slots.size))
+    block[step, column] = game.values[first:last]
+    return slots, block
 
 
 def policy_backward_sparse(model: Model, game: SparseGame, weighted: np.ndarray) -> SparseGrad:
@@ -146,16 +146,16 @@ def policy_backward_sparse(model: Model, game: SparseGame, weighted: np.ndarray)
     """
     W1, W2 = model.weights["W1"], model.weights["W2"]
     weighted = np.asarray(weighted, dtype=np.float64).ravel()
-    # Only the K pixels that ever changed get a non-zero column; entry_k: each entry's pixel
-    columns, entry_k = np.unique(game.indices, return_inverse=True)
+    # Only the K pixels that ever changed get a non-zero column; slot: each entry's, in columns
+    columns, slot = np.unique(game.indices, return_inverse=True)
     GT = np.zeros((columns.size, H))  # G transposed, (K, H): row k for pixel columns[k]
     for start in range(0, weighted.size, BACKWARD_CHUNK):
         end = min(start + BACKWARD_CHUNK, weighted.size)
         if game.offsets[start] == game.offsets[end]:
             continue  # no pixel changed in these steps
         on = np.unpackbits(game.on_bits[start:end], axis=1, count=H)  # (steps, H)
-        ks, block = block_inputs(game, start, end, entry_k)
-        GT[ks] += block.T @ (weighted[start:end, None] * on)  # G[j] += sum_t w_t on[t,j] x_t
+        slots, block = block_inputs(game, start, end, slot)
+        GT[slots] += block.T @ (weighted[start:end, None] * on)  # G[j] += sum_t w_t on[t,j] x_t
     dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # row-wise W1[j] . G[j]
     return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 

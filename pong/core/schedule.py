@@ -108,15 +108,7 @@ class Dealer:
             self.take(ref)
         self.notes = []  # the start is the driver's "Started" line, not a note
 
-    def up_by_node(self) -> dict[str, int]:
-        """How many workers are up on each node (node name -> count)."""
-        return dict(Counter(self.name(node) for node in self.up.values()))
-
-    def waiting(self) -> int:
-        """Workers neither up nor gone: not placed yet, or lost and not restarted yet."""
-        return len(self.workers) - len(self.up) - len(self.gone)
-
-    def games(self, number: int, batch_size: int, model_ref) -> Iterator[tuple[int, Result]]:
+    def results(self, number: int, batch_size: int, model_ref) -> Iterator[tuple[int, Result]]:
         """Play update ``number``'s ``batch_size`` games with the model at ``model_ref``:
         ``(index, Result)`` for each game as it is done, in the order they finish."""
         self.start(number, batch_size, model_ref)
@@ -125,10 +117,6 @@ class Dealer:
                 index, result = self.take(ready)
                 if result is not None:
                     yield index, result
-
-    def news(self) -> tuple[list[str], dict[str, int]]:
-        """The update's notes on the workers, and its games played on each node, by name."""
-        return list(self.notes), dict(self.nodes)
 
     def start(self, number: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
         """Deal update ``number``'s first games. A copy of an earlier update's game still in
@@ -236,17 +224,6 @@ class Dealer:
                 " and has used them up for each; stopping"
             )
 
-    def name(self, node: str) -> str:
-        """A node's name: its IP address, with its id's start where another node alive has
-        that IP; a node that died and came back keeps its name."""
-        if node not in self.names:
-            listed = {n["NodeID"]: n for n in ray.nodes()}
-            ip = listed.get(node, {}).get("NodeManagerAddress", "?")
-            others = [n for n in listed.values() if n["NodeID"] != node and n["Alive"]]
-            shared = any(n["NodeManagerAddress"] == ip for n in others)
-            self.names[node] = f"{ip}/{node[:8]}" if shared or ip == "?" else ip
-        return self.names[node]
-
     def _backups(self, after: float) -> list[tuple[float, int]]:
         """(sent, index) of the update's games in flight as one copy alone for ``after``
         seconds or more, the longest first; none while games are undealt."""
@@ -318,6 +295,31 @@ class Dealer:
                 f"note: RolloutWorker {worker} is gone for good ({why}); the run goes"
                 f" on with the other {len(self.workers) - len(self.gone)}"
             )
+
+    # The rest reports: what the run's lines and metrics say about the workers and nodes.
+
+    def up_by_node(self) -> dict[str, int]:
+        """How many workers are up on each node (node name -> count)."""
+        return dict(Counter(self.name(node) for node in self.up.values()))
+
+    def waiting(self) -> int:
+        """Workers neither up nor gone: not placed yet, or lost and not restarted yet."""
+        return len(self.workers) - len(self.up) - len(self.gone)
+
+    def news(self) -> tuple[list[str], dict[str, int]]:
+        """The update's notes on the workers, and its games played on each node, by name."""
+        return list(self.notes), dict(self.nodes)
+
+    def name(self, node: str) -> str:
+        """A node's name: its IP address, with its id's start where another node alive has
+        that IP; a node that died and came back keeps its name."""
+        if node not in self.names:
+            listed = {n["NodeID"]: n for n in ray.nodes()}
+            ip = listed.get(node, {}).get("NodeManagerAddress", "?")
+            others = [n for n in listed.values() if n["NodeID"] != node and n["Alive"]]
+            shared = any(n["NodeManagerAddress"] == ip for n in others)
+            self.names[node] = f"{ip}/{node[:8]}" if shared or ip == "?" else ip
+        return self.names[node]
 
     def _say_idle(self) -> None:
         """While games wait and no worker is up: a line at once, then every

@@ -1,10 +1,10 @@
 """``Trainer``: the update loop of Ray's Pong example: put the model in Ray's object store,
 have the workers play the update's games, add up their gradients, apply RMSProp once. Two
-changes (docs/algorithm.md says why): one worker per CPU, given the next game as it finishes
-one, and gradients added in game order, so that a seed gives the same bytes with any workers,
-nodes or resume (with the same libraries on the same kind of CPU). Which worker plays which
+changes (docs/algorithm.md says why): at most one worker per CPU, given the next game as it
+finishes one, and gradients added in game order, so that a seed gives the same bytes with any
+workers, nodes or resume (with the same libraries on the same kind of CPU). Which worker plays which
 game is the ``Dealer``'s (``pong.core.schedule``, the last chapter), behind one call:
-``Dealer.games``."""
+``Dealer.results``."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ class Update:
 class Trainer:
     """The driver's side of training: the model, RMSProp's cache, the counters, the workers.
     ``seed`` seeds the weights (unless ``state`` is given to continue from) and, by
-    independent child seeds, every game. It starts ``workers`` workers (``None``:
+    independent child seeds, every game. It starts ``workers`` workers (``None`` or 0:
     ``worker_count``), each calling ``make_env`` once, placed by the Ray options ``placement``
     (``None``: spread over the nodes). ``say`` and ``wait_for_workers`` go to the ``Dealer``."""
 
@@ -127,7 +127,7 @@ class Trainer:
         for g in self.grad_buffer.values():
             g.fill(0)  # here, not after the update: a stopped update leaves a partial sum
         model_ref = ray.put(self.model)  # one copy in the object store, read by every worker
-        for index, result in self.dealer.games(update.number, self.batch_size, model_ref):
+        for index, result in self.dealer.results(update.number, self.batch_size, model_ref):
             update.add(index, result, self.grad_buffer)
         return update
 

@@ -71,9 +71,9 @@ class RolloutWorker:
         self, model: Model, seed: np.random.SeedSequence | int | None, copy: int | None = None
     ) -> Result | None:
         """Play the game of ``seed`` (``game_seed``: the same on any worker) with ``model``.
-        ``None`` if ``abandon(copy)`` came by the game's last check (``play_game`` checks before
-        its first step and every ``STOP_EVERY``); the dealer numbers each start of a game, a
-        copy."""
+        ``copy`` numbers this start of the game (the dealer may start a slow game again on
+        another worker, as a backup): ``None`` if ``abandon(copy)`` came by the game's last
+        check (``play_game`` checks before its first step and every ``STOP_EVERY``)."""
         rng, reset_seed = game_randomness(seed)
         stop = None if copy is None else (lambda: copy in self.abandoned)
         game = play_game(model, self.env, rng, reset_seed, stop=stop)

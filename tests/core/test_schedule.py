@@ -429,5 +429,5 @@ def test_a_worker_restarting_for_minutes_is_asked_again_and_the_wait_said_each_m
         f"note: still no RolloutWorker up after {s} s" for s in (60, 120, 180, 240, 300)
     ][: len(said) - 1] and len(said) >= 5, said
     worker.back = True
-    assert sorted(index for index, _ in dealer.games(1, 2, None)) == [0, 1]
+    assert sorted(index for index, _ in dealer.results(1, 2, None)) == [0, 1]
     assert dealer.up == {0: "n1"} and not dealer.gone

@@ -12,8 +12,7 @@ import pytest
 import safetensors.numpy
 from safetensors import safe_open
 
-from pong.core.model import D, H, Model, zeros_like_weights
-from pong.core.reference import policy_forward
+from pong.core.model import D, H, Model, policy_forward, zeros_like_weights
 from pong.run import checkpoint as ckpt
 from pong.run.checkpoint import FILENAME, Checkpoint, CheckpointError, load, save
 from pong.run.config import Config
