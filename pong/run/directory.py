@@ -202,7 +202,8 @@ class Run:
             raise UsageError(f"{self.checkpoint_path} changed since it was read; try again")
         else:  # drops the rows of updates the checkpoint lacks, before Ray starts
             with writing(self.directory / UPDATES, "the metrics were left as they were"):
-                self.metrics = MetricsLog(self.opened, after=self.saved.updates)
+                totals = self.saved.games, self.saved.steps
+                self.metrics = MetricsLog(self.opened, after=self.saved.updates, totals=totals)
 
     def _check_empty(self) -> None:
         """Refuse a new run in a directory that holds an earlier run's checkpoint or metrics."""

@@ -11,6 +11,7 @@ import csv
 import math
 import os
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
@@ -53,9 +54,11 @@ class MetricsFileError(UsageError, ValueError):
 class MetricsLog:
     """Appends rows to ``updates.csv`` and ``games.csv`` in the run directory ``run_dir``;
     with ``after``, first drops the rows of updates after it (an older run's files take
-    today's names)."""
+    today's names), once they agree with ``totals``, the checkpoint's (games, steps)."""
 
-    def __init__(self, run_dir: Directory | str | os.PathLike, after: int | None = None) -> None:
+    def __init__(
+        self, run_dir: Directory | str | os.PathLike, after: int | None = None, totals=None
+    ) -> None:
         self._files, self._writers = ExitStack(), {}
         if not isinstance(run_dir, Directory):  # then closed with the files
             run_dir = self._files.enter_context(closing(Directory.open(Path(run_dir))))
@@ -69,6 +72,12 @@ class MetricsLog:
                 header = fields + TEXT_FIELDS[name]
                 csv.writer(f).writerow(header)
             self._writers[name] = (csv.DictWriter(f, header, extrasaction="ignore"), f)
+        try:  # after each file's own checks, which name a line
+            if totals is not None:
+                _check_totals(run_dir, after, *totals)
+        except MetricsFileError:
+            self.close()
+            raise
 
     def write(self, row: dict[str, object], games: list[dict[str, object]]) -> None:
         """One update's row and its games' rows, flushed."""
@@ -137,6 +146,28 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
             writer.writeheader()
             writer.writerows(filter(keep, again.rows()))
     return list(lines.reader.fieldnames) if kept else None
+
+
+def _check_totals(run_dir: Directory, after: int, games: int, steps: int) -> None:
+    """The rows agree with the checkpoint of update ``after``: a hand-edited checkpoint or rows
+    cut from the end are said now, not as a hole at the next resume. (Where a failed write
+    left out that update's row, there is nothing to compare.)"""
+
+    def upto(name: str) -> Iterator[dict[str, str]]:
+        lines = _WholeLines(run_dir.path / name, lambda: run_dir.read(name), after)
+        return (row for row in _checked(lines) if int(row["update"]) <= after)
+
+    last = next(iter(deque(upto(UPDATES), maxlen=1)), None)  # the row of the last update kept
+    if last is None or int(last["update"]) != after:
+        return
+    held = sum(1 for _ in upto(GAMES))
+    if (int(last["games"]), int(last["steps"]), held) != (games, steps, games):
+        raise MetricsFileError(
+            f"{printable(run_dir.path)}: the checkpoint holds {games:,} games and {steps:,} steps"
+            f" at update {after:,}, but {UPDATES} says {int(last['games']):,} and"
+            f" {int(last['steps']):,}, and {GAMES} has {held:,} rows; were the files edited, or"
+            " is the checkpoint another run's? (--start-from trains its weights in a new run)"
+        )
 
 
 class _WholeLines:

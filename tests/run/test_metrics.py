@@ -291,6 +291,29 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
         MetricsLog(tmp_path, after=2)
 
 
+def test_a_resume_checks_the_rows_of_its_update_against_the_checkpoint_s_totals(tmp_path) -> None:
+    """A hand-edited checkpoint count, or a game's row cut from the end, is said at the
+    resume, before a row is written; an update whose rows a failed write left out is not."""
+    log = MetricsLog(tmp_path)
+    for update in (1, 2, 3):
+        log.write(_row(update), _games(update))
+    log.close()
+    MetricsLog(tmp_path, after=2, totals=(4, 1800)).close()  # its files' own: update 3 dropped
+    for totals in ((5, 1800), (4, 1801)):
+        with pytest.raises(UsageError, match=r"the checkpoint holds [45] games and 1,80[01] steps"
+                           r" at update 2, but updates.csv says 4 and 1,800, and games.csv"
+                           r" has 4 rows; were the files edited"):  # fmt: skip
+            MetricsLog(tmp_path, after=2, totals=totals)
+    games = (tmp_path / GAMES).read_text().splitlines(keepends=True)
+    (tmp_path / GAMES).write_text("".join(games[:-1]))  # game 4, update 2's last, cut off
+    files = {name: (tmp_path / name).read_text() for name in (UPDATES, GAMES)}
+    with pytest.raises(UsageError, match=r"updates.csv says 4 and 1,800, and games.csv has 3"):
+        MetricsLog(tmp_path, after=2, totals=(4, 1800))
+    assert {name: (tmp_path / name).read_text() for name in files} == files  # none written
+    (tmp_path / UPDATES).write_text("".join(files[UPDATES].splitlines(keepends=True)[:2]))
+    MetricsLog(tmp_path, after=2, totals=(4, 1800)).close()  # update 2's row never written
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
