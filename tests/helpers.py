@@ -287,3 +287,19 @@ def started(pid: int) -> int | None:
     except OSError:
         return None
     return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+def rows_of(run_dir: Path, checkpoint) -> None:
+    """The metrics of a run that saved ``checkpoint``, for a test that makes one alone: a row
+    per update, the last with its games and steps, and a row per game."""
+    from pong.run.metrics import MetricsLog
+
+    log, updates, done = MetricsLog(run_dir), checkpoint.updates, 0
+    for n in range(1, updates + 1):
+        games, steps = checkpoint.games * n // updates, checkpoint.steps * n // updates
+        row = dict(update=n, games=games, steps=steps, seconds=1.0, steps_per_s=1.0)
+        row |= dict.fromkeys(("running_mean", "score_mean", "score_min", "score_max"), -21.0)
+        played = [dict(game=g, update=n, score=-21.0, steps=1) for g in range(done + 1, games + 1)]
+        log.write(row, played)
+        done = games
+    log.close()

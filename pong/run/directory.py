@@ -84,6 +84,7 @@ class Run:
         self.start_from: tuple[Path, Checkpoint] | None = None  # --start-from: file, contents
         self.stamp: tuple[int, int] | None = None  # which save of the checkpoint was read
         self.saved_at = saved.updates if saved else 0  # the update the checkpoint holds
+        self.recorded = self.saved_at  # the last update whose rows were written
         self.checkpoint_path = directory / FILENAME
         self.training = False  # the trainer is starting or started (a failure says what was kept)
         self.checkpoint_seconds = math.inf  # also save after an update this long after the last
@@ -243,6 +244,7 @@ class Run:
             if self.metrics is None:  # a new run's, opened with its first rows
                 self.metrics = MetricsLog(self.opened)
             self.metrics.record(update, trainer)
+            self.recorded = trainer.updates
         with writing(self.directory, "the TensorBoard curves stop at the update before"):
             if self.board is None:  # hides what a killed run logged past the checkpoint
                 self.board = Board(self.opened, self.saved.steps if self.saved else None)
@@ -284,8 +286,9 @@ class Run:
         self.saved_at, self.saved_time = trainer.updates, time.monotonic()
 
     def close(self, trainer: Trainer | None = None) -> None:
-        """Save what the last checkpoint lacks, close the files, give the directory up (removed
-        if this run made it and wrote nothing into it). Twice is harmless."""
+        """Save what the last checkpoint lacks (unless the last update's rows could not be
+        written: a checkpoint never runs ahead of its rows), close the files, give the directory
+        up (removed if this run made it and wrote nothing into it). Twice is harmless."""
         if self.metrics is not None:
             self.metrics.close()
             self.metrics = None
@@ -293,7 +296,7 @@ class Run:
             with writing(self.directory, "the TensorBoard curves may lack the last update"):
                 self.board.close()
             self.board = None
-        if trainer is not None and trainer.updates > self.saved_at:
+        if trainer is not None and self.saved_at < trainer.updates == self.recorded:
             self.save(trainer)
         if self.lock is not None and self.made and self.opened.names() == [LOCK]:
             self.opened.remove(LOCK)

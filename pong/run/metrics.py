@@ -128,9 +128,9 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
             if after is None and lines.number == 1:  # not our header: a new run refused rows
                 return None
             raise
-    # Each update's rows are written before its save, and a failed write ends the run: rows
-    # behind the checkpoint by more than that one update are another run's (or were removed)
-    if after is not None and after - last > 1:
+    # Each update's rows are written before its save, which a failed write forgoes: rows
+    # behind the checkpoint are another run's, or were removed
+    if after is not None and last < after:
         held = f"ends at update {last:,}" if total else "holds no rows" if lines else "is missing"
         raise MetricsFileError(
             f"{printable(run_dir.path / name)}: {held}, but the checkpoint holds update {after:,};"
@@ -150,15 +150,14 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
 
 def _check_totals(run_dir: Directory, after: int, games: int, steps: int) -> None:
     """The rows agree with the checkpoint of update ``after``: a hand-edited checkpoint or rows
-    cut from the end are said now, not as a hole at the next resume. (Where a failed write
-    left out that update's row, there is nothing to compare.)"""
+    cut from the end are said now, not as a hole at the next resume."""
 
     def upto(name: str) -> Iterator[dict[str, str]]:
         lines = _WholeLines(run_dir.path / name, lambda: run_dir.read(name), after)
         return (row for row in _checked(lines) if int(row["update"]) <= after)
 
-    last = next(iter(deque(upto(UPDATES), maxlen=1)), None)  # the row of the last update kept
-    if last is None or int(last["update"]) != after:
+    last = next(iter(deque(upto(UPDATES), maxlen=1)), None)  # update after's (checked there)
+    if last is None:  # a checkpoint of update 0: nothing played yet
         return
     held = sum(1 for _ in upto(GAMES))
     if (int(last["games"]), int(last["steps"]), held) != (games, steps, games):

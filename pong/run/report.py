@@ -114,8 +114,11 @@ def failed(prog: str, error: Exception, run: Run | None) -> int:
         line = f"Ray failed under the run: {type(error).__name__}: {first_line(error)}"
     if run is not None and run.training and not isinstance(error, UsageError):
         if run.kept:
-            where = printable(run.checkpoint_path)
-            line += f"; the last finished update ({run.saved_at}) is saved in {where}"
+            where, at = printable(run.checkpoint_path), run.saved_at
+            if run.recorded == at:
+                line += f"; the last finished update ({at}) is saved in {where}"
+            else:  # the save was due after rows that could not be written, or failed itself
+                line += f"; the checkpoint of update {at} in {where} is kept"
         elif "no checkpoint was saved" not in line:  # a failed first save says so itself
             line += "; no update had finished, so nothing was saved"
     print(f"{prog}: error: {line}", file=sys.stderr, flush=True)

@@ -302,22 +302,61 @@ def _three_updates(tmp_path: Path) -> tuple[Run, StandInTrainer]:
     return run, trainer
 
 
-@pytest.mark.parametrize(("ahead", "refused"), [(1, False), (2, True)])
-def test_a_checkpoint_ahead_of_the_run_s_rows_is_refused_as_another_run_s(
-    ahead, refused, tmp_path
-) -> None:
-    """Rows are written before each save and a failed write ends the run, so a checkpoint
-    may be one update ahead of them (that write failed), never more: a copied checkpoint."""
+@pytest.mark.parametrize("ahead", [1, 2])
+def test_a_checkpoint_ahead_of_the_run_s_rows_is_refused_as_another_run_s(ahead, tmp_path) -> None:
+    """Rows are written before each save, and no save follows rows that could not be written:
+    a checkpoint ahead of them is another run's (a copy), or their end was removed."""
     run, trainer = _three_updates(tmp_path)
     trainer.updates += ahead  # another run's, further on
     save(run.checkpoint_path, trainer.checkpoint())
     again = Run.resume(tmp_path / "run", {}, checkpoint_every=10)
-    if refused:
-        with pytest.raises(UsageError, match=r"updates.csv: ends at update 3, but the checkpoint"):
-            again.open()
-    else:
-        again.open()  # the row of update 4 was never written: the run goes on from it
-        again.close()
+    with pytest.raises(UsageError, match=r"updates.csv: ends at update 3, but the checkpoint"):
+        again.open()
+    again.close()
+
+
+def test_rows_that_cannot_be_written_end_the_run_with_its_checkpoint_behind_them(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """Update 5's rows fail (a full disk): the run ends with the checkpoint of update 3, not
+    one of update 5 ahead of its rows (a tester's find: that resumed once, left a hole, and
+    the resume after it was refused), and resumes from it, twice, without a hole."""
+    from pong.run import report
+    from pong.run.metrics import GAMES, UPDATES, read_rows
+
+    run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=3)
+    trainer = StandInTrainer(run.config)
+    run.open()
+    for _ in range(4):  # saved after updates 1 and 3
+        run.record(trainer.play(), trainer)
+
+    def full(*args) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(run.metrics, "write", full)
+    with pytest.raises(RunFileError, match="No space left on device; the metrics stop") as e:
+        run.record(trainer.play(), trainer)
+    run.training = True
+    run.close(trainer)
+    assert load(run.checkpoint_path).updates == 3
+    report.failed("driver.py", e.value, run)
+    kept = f"; the checkpoint of update 3 in {run.checkpoint_path} is kept\n"
+    assert capsys.readouterr().err.endswith(kept)
+    for more in (2, 1):
+        again = Run.resume(tmp_path / "run", {}, checkpoint_every=3)
+        again.open()
+        trainer = StandInTrainer(again.config)
+        trainer.updates, trainer.games, trainer.steps = (
+            again.saved.updates,
+            again.saved.games,
+            again.saved.steps,
+        )
+        for _ in range(more):
+            again.record(trainer.play(), trainer)
+        again.close(trainer)
+    rows = read_rows(tmp_path / "run" / UPDATES), read_rows(tmp_path / "run" / GAMES)
+    assert [int(r["update"]) for r in rows[0]] == [1, 2, 3, 4, 5, 6]
+    assert [int(r["game"]) for r in rows[1]] == list(range(1, 13))
 
 
 @pytest.mark.parametrize(

@@ -129,7 +129,7 @@ def test_a_link_planted_at_a_file_a_run_appends_to_is_one_line(tmp_path, victim,
     (run_dir / name).symlink_to(victim)
     with pytest.raises(PongError, match="symbolic link; refusing to write through"):
         Run.start(run_dir, make_checkpoint().config, 10).open()
-    save(run_dir / FILENAME, replace(make_checkpoint(), updates=1))  # its rows: not written
+    save(run_dir / FILENAME, replace(make_checkpoint(), updates=0, games=0, steps=0))  # no rows
     run = Run.resume(run_dir, {}, checkpoint_every=10)
     trainer = StandInTrainer(run.config)
     # The lock's link is refused; a metrics file's, once read, is not a metrics file.
@@ -338,7 +338,7 @@ def test_the_temporary_of_a_killed_write_is_removed_by_the_next_owner_alone(tmp_
 def test_a_run_removes_what_a_killed_driver_left_never_a_live_drivers_temporary(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    save(run_dir / FILENAME, replace(make_checkpoint(), updates=1))  # its rows: not written
+    save(run_dir / FILENAME, replace(make_checkpoint(), updates=0, games=0, steps=0))  # no rows
     killed_mid_write(run_dir, FILENAME)
     run = Run.resume(run_dir, {}, checkpoint_every=10)
     run.open()

@@ -293,7 +293,7 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
 
 def test_a_resume_checks_the_rows_of_its_update_against_the_checkpoint_s_totals(tmp_path) -> None:
     """A hand-edited checkpoint count, or a game's row cut from the end, is said at the
-    resume, before a row is written; an update whose rows a failed write left out is not."""
+    resume, before a row is written."""
     log = MetricsLog(tmp_path)
     for update in (1, 2, 3):
         log.write(_row(update), _games(update))
@@ -311,7 +311,8 @@ def test_a_resume_checks_the_rows_of_its_update_against_the_checkpoint_s_totals(
         MetricsLog(tmp_path, after=2, totals=(4, 1800))
     assert {name: (tmp_path / name).read_text() for name in files} == files  # none written
     (tmp_path / UPDATES).write_text("".join(files[UPDATES].splitlines(keepends=True)[:2]))
-    MetricsLog(tmp_path, after=2, totals=(4, 1800)).close()  # update 2's row never written
+    with pytest.raises(UsageError, match="updates.csv: ends at update 1, but the checkpoint"):
+        MetricsLog(tmp_path, after=2, totals=(4, 1800))  # no save follows rows not written
 
 
 @pytest.mark.parametrize(
