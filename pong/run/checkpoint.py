@@ -211,7 +211,7 @@ def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: 
     if fmt not in (FORMAT, POLICY_FORMAT):
         raise CheckpointError(f"{path}: not a pong checkpoint (format {_shown(fmt)})")
     shapes, dtype = (POLICY_SHAPES, np.float32) if fmt == POLICY_FORMAT else (SHAPES, np.float64)
-    _check_tensors(path, tensors, shapes, np.dtype(dtype))
+    _check_tensors(path, tensors, shapes, np.dtype(dtype), policy)
     cache = {k: np.asfortranarray(tensors[f"cache_{k}"]) for k in POLICY_SHAPES if fmt == FORMAT}
     try:
         settings = {f.name: _value(f, meta[f.name]) for f in dataclasses.fields(Config)}
@@ -228,8 +228,9 @@ def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: 
         raise CheckpointError(f"{path}: damaged metadata ({e})") from None
 
 
-def _check_tensors(path, tensors: dict[str, np.ndarray], shapes: dict, dtype: np.dtype) -> None:
-    """Exactly the tensors of ``shapes``, each of ``dtype``, every value finite."""
+def _check_tensors(path, tensors: dict, shapes: dict, dtype: np.dtype, policy: bool) -> None:
+    """Exactly the tensors of ``shapes``, each of ``dtype``, every value finite; with
+    ``policy``, weights a policy file can hold (a run resumes the huge ones it made)."""
     if missing := [k for k in shapes if k not in tensors]:
         raise CheckpointError(f"{path}: not a pong checkpoint (no {', '.join(missing)} in it)")
     if extra := sorted(tensors.keys() - shapes.keys()):
@@ -243,7 +244,7 @@ def _check_tensors(path, tensors: dict[str, np.ndarray], shapes: dict, dtype: np
             problem = f"holds {array.dtype} values, not {dtype}"
         elif not np.isfinite(array).all():
             problem = "holds NaN or infinite values"
-        elif name in POLICY_SHAPES and (np.abs(array) > MAX_WEIGHT).any():  # inf as float32
+        elif policy and name in POLICY_SHAPES and (np.abs(array) > MAX_WEIGHT).any():  # inf
             problem = f"holds values beyond {MAX_WEIGHT:.1e}"
         elif name.startswith("cache_") and (array < 0).any():  # RMSProp takes its root
             problem = "holds negative values"
