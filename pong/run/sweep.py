@@ -53,7 +53,7 @@ HELP = {  # where a sweep's meaning or default is not the driver's
     "updates": "updates each trial runs in all, also over resumes (default: until Ctrl-C)",
     "until_mean": "also end a trial once its running mean is above R",
 }
-ENDED = ("done", "failed", "stopped-early")  # how a trial that will not run again ended
+ENDED = ("done", "failed", "stopped-early")  # how a trial ended (a resume runs failed ones again)
 QUIET_TUNE = {  # no logs of Tune's own (they would copy the runs' metrics), no tables
     "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "RAY_AIR_NEW_OUTPUT": "0",
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",  # each update is one
@@ -294,6 +294,8 @@ def owned(storage: Storage, creating: bool):
             holder = storage.read(OWNER, 4096).decode(errors="replace").strip()[:200]
             raise UsageError(f"{storage.uri} is in use by {holder}; one sweep per directory (if"
                              f" that sweep has ended, delete {storage.name(OWNER)})")  # fmt: skip
+        if type(storage.fs).__name__ == "LocalFileSystem":  # file://: made, as a plain path is
+            storage.fs.create_dir(storage.root)
         storage.write(OWNER, f"{PROG} (pid {os.getpid()} on {os.uname().nodename})\n".encode())
         try:
             yield
@@ -340,7 +342,9 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
             return 1
         finally:
             stops.install()  # ours again, whatever Ray's start left in place
-        todo = [c for c in sweep.configs if trial_name(c) not in sweep.ended]
+        todo = [c for c in sweep.configs if sweep.ended.get(trial_name(c), "failed") == "failed"]
+        for config in todo:  # failed ones again, as Tune's resume_errored: a file may be mended
+            sweep.ended.pop(trial_name(config), None)
         if not storage.remote:
             check_storage(storage, [trial_name(c) for c in todo])
         storage.write(DEFINITION, sweep.to_json())  # from here on, it can be resumed
@@ -571,14 +575,15 @@ def report(storage: Storage, sweep: Sweep, took: float, address=None, error="") 
     tally = {how: ends.count(how) for how in ("failed", "stopped-early", "not-started")}
     said = ", ".join(f"{n} {how}" for how, n in tally.items() if n)
     said, trials = f" ({said})" if said else "", len(sweep.configs)
+    again = f"{command('--resume', module='pong sweep')} {_shown(storage)}"
+    again += f" --address={errors.shell_word(address)}" if address else ""  # the same cluster
     if unfinished:
-        again = f"{command('--resume', module='pong sweep')} {_shown(storage)}"
-        again += f" --address={errors.shell_word(address)}" if address else ""  # the same cluster
         print(f"Stopped with {unfinished} of {trials} trials unfinished{said}; continue with:"
               f" {again}", flush=True)  # fmt: skip
         return 128 + _STOPS.received[0].value if _STOPS.received else 1
+    retry = f"; to run the failed again: {again}" if tally["failed"] else ""
     print(f"Done: {_count(trials, 'trial')} in {sweep.seconds:.0f} s{said};"
-          f" {printable(storage.name(SUMMARY))}")  # fmt: skip
+          f" {printable(storage.name(SUMMARY))}{retry}")  # fmt: skip
     return 1 if tally["failed"] or unwritten else 0
 
 

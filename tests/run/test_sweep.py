@@ -19,7 +19,7 @@ import pytest
 from pong.run.checkpoint import load
 from pong.run.config import Config
 from pong.run.errors import UsageError, command
-from pong.run.sweep import DEFINITION, MAX_TRIALS, PASSED, Sweep, main, trial_name
+from pong.run.sweep import DEFINITION, MAX_TRIALS, OWNER, PASSED, Sweep, main, owned, trial_name
 from tests.helpers import ROOT, free_port, processes, run_driver, stop_processes_of, wait_for
 
 TOY_UPDATES = 30  # toy updates: long enough to be stopped in the middle (at update 5 or so)
@@ -174,6 +174,17 @@ def test_a_failed_trial_is_one_line_and_asha_stops_a_hopeless_one(tmp_path, shar
     updates = (_latest(sweep / "batch2-lr0.01-decay0.99-seed1") / "updates.csv").read_text()
     assert updates.count("\n") == 2  # the header and its first update: stopped at the rung
     assert not [p for p in sweep.rglob("*") if p.name.endswith(".tmp")]  # no file left half-made
+    again = f"; to run the failed again: {command('--resume', module='pong sweep')} {sweep}"
+    assert out[-1].endswith(again)
+    done = subprocess.run(  # the failed trial alone, from its checkpoint: the same update fails
+        [sys.executable, "-m", "pong", "sweep", "--resume", str(sweep)], cwd=ROOT,
+        env={**shared_ray[1], "RAY_ADDRESS": shared_ray[0]}, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    out = done.stdout.splitlines()
+    assert done.returncode == 1 and out[0].startswith("Sweeping 1 of 4 trials"), done.stdout
+    assert [line for line in out if line.startswith("note: trial ")] == [failed]
+    assert "(1 failed, 2 stopped-early)" in out[-1] and out[-1].endswith(again)
 
 
 def _runs() -> list[str]:
@@ -400,14 +411,17 @@ def test_a_trial_resumes_from_the_latest_checkpoint_that_can_be_resumed(tmp_path
     from pong.run.checkpoint import FILENAME, save
     from pong.run.storage import Storage
     from pong.run.sweep import _trial_run
+    from tests.helpers import rows_of
     from tests.run.test_checkpoint import make_checkpoint
 
     config = Config(seed=0)
     name = trial_name(config)
-    for number, update in ((0, 1), (1, 2)):  # no rows: a run of its first update
+    for number, update in ((0, 1), (1, 2)):
         (tmp_path / name / f"checkpoint_{number:06d}").mkdir(parents=True)
         path = tmp_path / name / f"checkpoint_{number:06d}" / FILENAME
-        save(path, dataclasses.replace(make_checkpoint(), updates=update, config=config))
+        saved = dataclasses.replace(make_checkpoint(), updates=update, config=config)
+        save(path, saved)
+        rows_of(path.parent, saved)
     newest = tmp_path / name / "checkpoint_000001" / FILENAME
     newest.write_bytes(newest.read_bytes()[:-8] + b"\xff" * 8)  # NaN in cache_W2
     run = _trial_run(config, Storage(tmp_path), tmp_path / "local")
@@ -529,3 +543,13 @@ def test_a_traceback_is_said_by_its_last_exception_s_message() -> None:
     )
     assert raised(text) == "could not write s/sweep.json: No space left on device"
     assert raised("Traceback (most recent call last):\n") is None
+
+
+def test_a_file_uri_to_a_new_directory_is_made_as_a_path_is(tmp_path) -> None:
+    """``--sweep-dir file:///new/dir`` failed writing its owner file (a tester's find)."""
+    from pong.run.storage import Storage
+
+    where = tmp_path / "new" / "sweep"
+    with owned(Storage(f"file://{where}"), creating=True):
+        assert (where / OWNER).is_file()
+    assert not (where / OWNER).exists()
