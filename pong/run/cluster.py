@@ -11,7 +11,7 @@ import warnings
 
 import ray
 
-from pong.run.errors import PongError, UsageError, first_line
+from pong.run.errors import PongError, UsageError, first_line, printable
 from pong.run.stops import no_sigterm_lost
 
 __all__ = ["ClusterError", "cluster_summary", "connect", "joined", "resolve_address"]
@@ -73,7 +73,7 @@ def _checked(address: str) -> str:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
     except OSError as e:
-        line = f"no Ray cluster answers at {address}: {e.strerror or type(e).__name__}"
+        line = f"no Ray cluster answers at {printable(address)}: {e.strerror or type(e).__name__}"
         if auto:  # a head that stopped leaves its address file behind
             line += " (--address=auto: the cluster last started here with `ray start`)"
         raise ClusterError(line) from None

@@ -91,11 +91,13 @@ def printable(path: str | os.PathLike) -> str:
 
 
 def command(*words: str | os.PathLike, module: str | None = None) -> str:
-    """A command to paste, for a hint: this Python, ``driver.py`` (or ``-m module``), ``words``.
+    """A command to paste, for a hint: this Python, ``driver.py`` (or ``-m module``), ``words``;
+    pasted anywhere (a path outside this directory is absolute).
     >>> command("--resume", "runs/a b").endswith("driver.py --resume 'runs/a b'")
     True
     """
-    program = f"-m {module}" if module else "driver.py"
+    driver = Path(__file__).resolve().parents[2] / "driver.py"  # beside the package, if there
+    program = f"-m {module}" if module else pasteable(driver) if driver.is_file() else "driver.py"
     args = " ".join(w if isinstance(w, str) and w.startswith("-") else pasteable(w) for w in words)
     return f"{pasteable(sys.executable)} {program} {args}"
 

@@ -107,6 +107,12 @@ def test_address_where_nothing_answers_fails_fast_naming_it(flag, capsys) -> Non
     assert err.count("\n") == 1 and f"no Ray cluster answers at 127.0.0.1:{port}" in err
 
 
+def test_an_address_with_a_newline_is_said_in_one_line(capsys) -> None:
+    assert driver.main(["--address", "a\nb:1"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no Ray cluster answers at $'a\\x0ab:1': " in err
+
+
 def test_ray_address_variable_is_honoured(monkeypatch, capsys) -> None:
     port = free_port()
     monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
