@@ -110,7 +110,6 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
     some), once it is rewritten without the rows of updates after ``after`` or a torn line.
     Each row is checked as the tools read it, a row at a time: memory stays bounded."""
     lines, total, kept, last = None, 0, 0, 0  # last: the update of the last row
-    counter = "update" if name == UPDATES else "game"  # row n of a run is its update or game n
 
     def keep(row: dict[str, str]) -> bool:
         return after is None or int(row["update"]) <= after
@@ -120,9 +119,6 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
         try:
             for row in _checked(lines):
                 last, total = int(row["update"]), total + 1
-                if after is not None and int(row[counter]) != total:  # resumed past a hole
-                    raise lines.error(f"{counter} {row[counter]} where {counter} {total:,} is"
-                                      " due; were rows removed?")  # fmt: skip
                 kept += keep(row)
         except MetricsFileError:
             if after is None and lines.number == 1:  # not our header: a new run refused rows
@@ -258,8 +254,10 @@ def rows(path: Path, opener: Callable[[], BinaryIO] | None = None) -> Iterator[d
 
 
 def _checked(lines: _WholeLines) -> Iterator[dict[str, str]]:
-    """The rows of ``lines``, each checked to hold numbers a run writes."""
-    for row in lines.rows():
+    """The rows of ``lines``, each checked to hold numbers a run writes, row n its update or
+    game n (a resume past a hole, or an edit, would make every reader's figures wrong)."""
+    counter = "update" if lines.fields is FIELDS[UPDATES] else "game"
+    for number, row in enumerate(lines.rows(), 1):
         try:
             numbers = {k: (int if k in COUNTS else float)(row[k]) for k in lines.fields}
             whole = all(map(math.isfinite, numbers.values()))
@@ -272,6 +270,9 @@ def _checked(lines: _WholeLines) -> Iterator[dict[str, str]]:
                 raise lines.error(f"not a metrics row ({k} {row[k][:20]!r}: no run writes it)")
         if row.get("time") and written(row) is None:
             raise lines.error(f"not a metrics row (time {row['time'][:40]!r}: no run writes it)")
+        if numbers[counter] != number:
+            raise lines.error(f"{counter} {numbers[counter]:,} where {counter} {number:,} is due;"
+                              " were rows removed or edited?")  # fmt: skip
         yield row
 
 

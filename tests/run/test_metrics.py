@@ -291,6 +291,28 @@ def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> No
         MetricsLog(tmp_path, after=2)
 
 
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda lines: [*lines, lines[-1]], "line 5: update 3 where update 4"),
+        (lambda lines: [lines[0], lines[2], lines[1], lines[3]], "line 2: update 2 where update 1"),
+    ],
+)
+def test_a_summary_of_rows_duplicated_or_swapped_is_one_line(edit, said, tmp_path, capsys) -> None:
+    """metrics, compare and plot had summed them as they stood (a tester's find)."""
+    log = MetricsLog(tmp_path)
+    for update in (1, 2, 3):
+        log.write(_row(update), _games(update))
+    log.close()
+    lines = (tmp_path / UPDATES).read_text().splitlines(keepends=True)
+    (tmp_path / UPDATES).write_text("".join(edit(lines)))
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1 and f"updates.csv, {said} is due; were rows removed or edited?" in err
+    )
+
+
 def test_a_resume_checks_the_rows_of_its_update_against_the_checkpoint_s_totals(tmp_path) -> None:
     """A hand-edited checkpoint count, or a game's row cut from the end, is said at the
     resume, before a row is written."""
