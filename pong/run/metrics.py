@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from pong.run.checkpoint import MAX_SCORE
+from pong.run.checkpoint import MAX_COUNT, MAX_SCORE
 from pong.run.errors import OneLineParser, UsageError, printable
 from pong.run.files import Directory, open_file
 
@@ -265,8 +265,8 @@ def _checked(lines: _WholeLines) -> Iterator[dict[str, str]]:
             whole = False
         if not whole:
             raise lines.error("not a metrics row")
-        for k, v in numbers.items():  # scores within the checkpoint's bounds, counts >= 0
-            if not (-MAX_SCORE <= v <= MAX_SCORE if k in SCORES else v >= 0):
+        for k, v in numbers.items():  # within the checkpoint's bounds (a 300-digit figure)
+            if not (-MAX_SCORE <= v <= MAX_SCORE if k in SCORES else 0 <= v <= MAX_COUNT):
                 raise lines.error(f"not a metrics row ({k} {row[k][:20]!r}: no run writes it)")
         if row.get("time") and written(row) is None:
             raise lines.error(f"not a metrics row (time {row['time'][:40]!r}: no run writes it)")

@@ -358,6 +358,10 @@ def test_a_resume_checks_the_rows_of_its_update_against_the_checkpoint_s_totals(
             lambda text: text + "3,6,2700,1,1,1e308,1,1,1\n",
             "line 4: not a metrics row (running_mean '1e308': no run writes it)",
         ),
+        (  # an update of 1e308 seconds: a 300-digit figure of hours (a tester's find)
+            lambda text: text + "3,6,2700,1e308,1,1,1,1,1\n",
+            "line 4: not a metrics row (seconds '1e308': no run writes it)",
+        ),
         (
             lambda text: text + "3,6," + "9" * 5000 + "\n",
             "line 4: longer than 4,096 bytes; not a metrics row",
