@@ -9,6 +9,7 @@ checked; each refusal is a one-line ``CheckpointError`` naming the file.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import re
@@ -253,14 +254,11 @@ def _check_tensors(path, tensors: dict, shapes: dict, dtype: np.dtype, policy: b
 
 
 def _value(field: dataclasses.Field, text: str) -> str | int | float:
-    """A setting's text, or the number it spells (an integer without a point or exponent)."""
-    if field.type in ("str", str):
-        return text
-    if re.fullmatch(r"-?[0-9]{1,40}", text):
-        return int(text)
-    with suppress(ValueError):
-        return float(text)
-    raise ValueError(f"{field.name}: expected a number, got {_shown(text)}")
+    """A setting, parsed from its text as its flag is (an error shows the file's text)."""
+    try:
+        return field.metadata["type"](text)
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(f"{field.name}: {e}") from None
 
 
 def _count(meta: dict[str, str], name: str) -> int:
