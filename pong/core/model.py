@@ -2,7 +2,7 @@
 
 Names are 2016's: ``H`` hidden units, ``D`` inputs, ``W1`` (H, D), ``W2`` (H,), ``aprob`` =
 P(action 2); for a game of T steps ``epx`` (T, D) inputs, ``eph`` (T, H) hidden states,
-``epdlogp`` (times the advantages here, as 2016 multiplied it in place) and ``epr`` (T,).
+``epdlogp`` (T,) each step's d log P(action taken) / d logit, and ``epr`` (T,) rewards.
 These are 2016's dense ``policy_forward`` and ``policy_backward``; ``pong.core.rollout``
 computes the same on the ~26 non-zero entries of a difference frame."""
 
@@ -46,12 +46,13 @@ def policy_forward(model: Model, x: np.ndarray) -> tuple[float, np.ndarray]:
     return sigmoid(logp), h
 
 
-def policy_backward(model: Model, eph: np.ndarray, epx: np.ndarray, epdlogp: np.ndarray) -> dict:
+def policy_backward(model: Model, eph: np.ndarray, epx: np.ndarray, weighted: np.ndarray) -> dict:
     """2016's backward pass for one game: the gradient ``{"W1": (H, D), "W2": (H,)}`` of
-    ``sum_t epdlogp[t] * logit_t``, ``epdlogp`` weighted by the advantages (as 2016 did)."""
-    epdlogp = np.asarray(epdlogp).ravel()
-    dW2 = eph.T @ epdlogp
-    dh = np.outer(epdlogp, model.weights["W2"])
+    ``sum_t weighted[t] * logit_t``; ``weighted`` is ``epdlogp`` times the advantages (2016
+    multiplied its ``epdlogp`` in place and passed it under that name)."""
+    weighted = np.asarray(weighted).ravel()
+    dW2 = eph.T @ weighted
+    dh = np.outer(weighted, model.weights["W2"])
     dh[eph <= 0] = 0  # backprop through the ReLU
     dW1 = dh.T @ epx  # (H, D)
     return {"W1": dW1, "W2": dW2}

@@ -133,8 +133,8 @@ class Trainer:
 
     def rmsprop(self, update: Update) -> None:
         """RMSProp with the gradient sum ``play`` left in ``grad_buffer``, then the update
-        counted (``_count``). Where no game gave a finite gradient, or the weights or cache
-        would stop being finite, it raises ``NonFiniteError`` and changes nothing."""
+        counted (``_count``). Where no game gave a finite gradient, or their sum, the weights or
+        the cache would not be finite, it raises ``NonFiniteError`` and changes nothing."""
         lr = self.learning_rate
         try:
             if update.dropped == update.games:
