@@ -8,7 +8,6 @@ their running means against games and hours. Needs matplotlib (``pip install -e 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from operator import add
@@ -20,7 +19,7 @@ import numpy as np
 from pong.run.checkpoint import load
 from pong.run.config import GAMES_FLAGS, positive_int
 from pong.run.config import path as nonempty_path
-from pong.run.errors import OneLineParser, printable
+from pong.run.errors import OneLineParser, printable, say_error
 from pong.run.files import Directory, atomic_write
 from pong.run.metrics import UPDATES, games_file, rows
 from pong.run.sweep import runs_of
@@ -30,6 +29,7 @@ from pong.tools.weights import save_png
 __all__ = ["POINTS", "Buckets", "curve", "plot_run", "plot_runs", "plot_weights"]
 
 POINTS = 2000  # buckets of a curve, at least, once it has more rows than 2 * POINTS
+MAX_LEGEND = 12  # runs a legend names; more would crowd the curves out of the figure
 
 
 class Buckets:
@@ -139,8 +139,10 @@ def plot_runs(run_dirs: Sequence[str | Path], output: str | Path, games: int | N
     bottom.set(xlabel=f"{unit} of training", ylabel="running mean of the score")
     for axes in (top, bottom):
         axes.axhline(0, color="black", linewidth=0.5)
-        axes.legend(loc="best")
-    top.set_title(f"{len(curves)} runs")
+        if len(curves) <= MAX_LEGEND:
+            axes.legend(loc="best")
+    beyond = f" (no legend: more than {MAX_LEGEND})" if len(curves) > MAX_LEGEND else ""
+    top.set_title(f"{len(curves)} runs{beyond}")
     return _save(fig, Path(output))
 
 
@@ -222,5 +224,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(printable(drawn))  # outside the try: an error here is the output's, not the PNG's
         return 0
-    print(f"{parser.prog}: error: {error}", file=sys.stderr)
+    say_error(parser.prog, error)
     return code
