@@ -38,7 +38,7 @@ from pong.envs.make import check_env, check_goal
 from pong.run.cluster import cluster_summary, connect, resolve_address
 from pong.run.config import Config, Evaluation, Options, add_flags, fill, given
 from pong.run.directory import Run
-from pong.run.errors import OneLineParser, PongError, UsageError, output_closed
+from pong.run.errors import OneLineParser, PongError, UsageError, output_closed, say_error
 from pong.run.report import announce, failed, interrupted, reached
 from pong.run.stops import Stops
 from pong.run.training import train
@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:  # a file or socket the checks before could not foresee
         stops.ending = True
         where = f"{e.filename}: " if e.filename else ""
-        print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)
+        say_error(PROG, f"{where}{e.strerror or e}")
         return 1
     except KeyboardInterrupt:
         stops.ending = True

@@ -1,11 +1,12 @@
 """``python -m pong TOOL [ARGS]``: the tools that sweep, plot, compare and share runs."""
 
-from pong.run.stops import stop_while_loading
+from pong.run.stops import Stops, stop_while_loading
 
 if __name__ == "__main__":
     stop_while_loading()  # a Ctrl-C while the tool (the sweep: Ray) loads is one line
 
 import importlib  # noqa: E402 (after the handler: no traceback)
+import signal  # noqa: E402
 import sys  # noqa: E402
 
 from pong.run.errors import quiet_when_piped  # noqa: E402
@@ -31,7 +32,14 @@ def main(argv: list[str]) -> int:
         print(f"python -m pong: error: no tool {argv[0]!r}; one of {known}", file=sys.stderr)
         return 2
     module = importlib.import_module(TOOLS[argv[0]][0])
-    return module.main(argv[1:])
+    stops = Stops()  # loaded: a stop now unwinds, so no half-written file is left behind
+    stops.install()
+    try:
+        return module.main(argv[1:])
+    except KeyboardInterrupt:
+        stop = stops.received[0] if stops.received else signal.SIGINT
+        print(f"Interrupted by {stop.name}.", file=sys.stderr, flush=True)
+        return 128 + stop.value
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import NoReturn
 
 __all__ = ["OneLineParser", "PongError", "RunFileError", "UsageError", "command", "first_line"]
-__all__ += ["quiet_when_piped", "writing"]
+__all__ += ["quiet_when_piped", "say_error", "writing"]
 
 
 class PongError(Exception):
@@ -37,6 +37,8 @@ def writing(path: Path, lost: str) -> Iterator[None]:
     """Turn an ``OSError`` while writing ``path`` into one line saying what was ``lost``."""
     try:
         yield
+    except BrokenPipeError:  # stdout closed (`| head`), not the file: the caller stops quietly
+        raise
     except OSError as e:
         raise RunFileError(f"could not write {path}: {e.strerror or e}; {lost}") from None
 
@@ -102,6 +104,13 @@ def command(*words: str | os.PathLike, module: str | None = None) -> str:
     return f"{pasteable(sys.executable)} {program} {args}"
 
 
+def say_error(prog: str, message: object) -> None:
+    """``PROG: error: MESSAGE`` on stderr, on one line: a character that does not print (a
+    newline in a path) shown as its escape."""
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
+    print(f"{prog}: error: {line}", file=sys.stderr, flush=True)
+
+
 def first_line(error: BaseException) -> str:
     """The first line of what ``error`` says, or its type's name when it says nothing."""
     text = str(error).strip()
@@ -116,4 +125,5 @@ class OneLineParser(argparse.ArgumentParser):
 
     def refuse(self, message: str, status: int = 2) -> NoReturn:
         """One line on what is wrong with a file the command line names (--help cannot help)."""
-        self.exit(status, f"{self.prog}: error: {message}\n")
+        say_error(self.prog, message)
+        self.exit(status)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import math
 import os
-import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, closing
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from pong.run.checkpoint import MAX_COUNT, MAX_SCORE
-from pong.run.errors import OneLineParser, UsageError, printable
+from pong.run.errors import OneLineParser, UsageError, printable, say_error
 from pong.run.files import Directory, open_file
 
 if TYPE_CHECKING:
@@ -411,6 +410,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                              " trials, or a folder's); give one run's directory")  # fmt: skip
         print("\n".join(summarize(found[0])))
     except ValueError as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        say_error(parser.prog, e)
         return 2
     return 0

@@ -14,7 +14,7 @@ from pong.core.train import Trainer, Update
 from pong.run.cluster import joined
 from pong.run.config import Options
 from pong.run.directory import JOB_CONFIG, Run, in_ray_job
-from pong.run.errors import UsageError, first_line, pasteable, printable, shell_word
+from pong.run.errors import UsageError, first_line, pasteable, printable, say_error, shell_word
 
 __all__ = ["announce", "batch_line", "failed", "farewell", "interrupted", "started"]
 
@@ -121,7 +121,7 @@ def failed(prog: str, error: Exception, run: Run | None) -> int:
                 line += f"; the checkpoint of update {at} in {where} is kept"
         elif "no checkpoint was saved" not in line:  # a failed first save says so itself
             line += "; no update had finished, so nothing was saved"
-    print(f"{prog}: error: {line}", file=sys.stderr, flush=True)
+    say_error(prog, line)
     return getattr(error, "exit_code", 1)
 
 

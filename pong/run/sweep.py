@@ -28,7 +28,7 @@ from pong.run import errors
 from pong.run.checkpoint import unique
 from pong.run.config import Config, Options, add_flags
 from pong.run.config import path as nonempty_path
-from pong.run.errors import UsageError, command, first_line, printable
+from pong.run.errors import UsageError, command, first_line, printable, say_error
 from pong.run.metrics import UPDATES, MetricsFileError, Summary, summary
 from pong.run.stops import STOPS, Stops
 from pong.run.storage import Storage, StorageError
@@ -77,7 +77,7 @@ def _count(n: int, thing: str) -> str:
 
 
 def refuse(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    say_error(PROG, message)
     return 2
 
 
@@ -338,7 +338,7 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
             args.address = resolve_address(args.address)  # RAY_ADDRESS too, as driver.py
             connect(args.address, args.num_cpus, log_to_driver=False)
         except ClusterError as e:
-            print(f"{PROG}: error: {e}", file=sys.stderr)
+            say_error(PROG, e)
             return 1
         finally:
             stops.install()  # ours again, whatever Ray's start left in place
@@ -567,7 +567,7 @@ def report(storage: Storage, sweep: Sweep, took: float, address=None, error="") 
     except StorageError as e:
         unwritten = True
         if str(e) not in error:
-            print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
+            say_error(PROG, e)
     lines = [list(table[0]), ["---"] * len(table[0]), *(row.values() for row in table)]
     print("", *(f"| {' | '.join(cells)} |" for cells in lines), "", sep="\n")  # Markdown
     unfinished = sum(trial_name(c) not in sweep.ended for c in sweep.configs)

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import math
 import statistics
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pong.run.config import path as nonempty_path
-from pong.run.errors import OneLineParser, printable
+from pong.run.errors import OneLineParser, printable, say_error
 from pong.run.metrics import Passed, summary
 from pong.run.sweep import runs_of
 
@@ -115,6 +114,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_distinct(args.run_dirs)
         print("\n".join(table([figures(run_dir) for run_dir in args.run_dirs])))
     except ValueError as e:
-        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        say_error(parser.prog, e)
         return 2
     return 0

@@ -66,3 +66,15 @@ def test_a_bad_command_line_is_one_line_naming_the_command(module, argv, capsys)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("python -m pong "), err
     assert err.endswith(" (see --help)\n"), err
+
+
+def test_a_closed_stdout_inside_a_file_s_writing_is_not_blamed_on_the_file(tmp_path) -> None:
+    """``--evaluate --record x.gif | head`` said 'could not write x.gif: Broken pipe' (a
+    tester's find): the pipe's error goes on, for the caller's quiet stop."""
+    from pong.run.errors import RunFileError, writing
+
+    with pytest.raises(BrokenPipeError), writing(tmp_path / "x.gif", "no recording was kept"):
+        raise BrokenPipeError(32, "Broken pipe")
+    with pytest.raises(RunFileError, match="could not write .*x.gif: No space left on device"):
+        with writing(tmp_path / "x.gif", "no recording was kept"):
+            raise OSError(28, "No space left on device")

@@ -113,6 +113,24 @@ def test_an_address_with_a_newline_is_said_in_one_line(capsys) -> None:
     assert err.count("\n") == 1 and "no Ray cluster answers at $'a\\x0ab:1': " in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--evaluate", "bad\nname"], "driver.py: error: --evaluate: bad\\nname: no such"),
+        (
+            ["--evaluate", str(ROOT / "results/fast-agent/policy.safetensors"), "--record",
+             "no\ndir/x.gif"],
+            "--record: no such directory no\\ndir",
+        ),
+    ],
+)  # fmt: skip
+def test_a_path_with_a_newline_is_said_in_one_line(argv, said, capsys) -> None:
+    """The error's newline is shown escaped (a tester's find: it split the line in two)."""
+    assert driver.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err, err
+
+
 def test_ray_address_variable_is_honoured(monkeypatch, capsys) -> None:
     port = free_port()
     monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
