@@ -124,7 +124,8 @@ class Options:
     )
     address: str | None = setting(
         str,
-        "join the Ray cluster whose head is at HOST:PORT (default: RAY_ADDRESS, else a local Ray)",
+        "join the Ray cluster whose head is at HOST:PORT, or auto: the one `ray start` started"
+        " here (default: RAY_ADDRESS, else a local Ray)",
         metavar="HOST:PORT",
         flags=("--redis-address", "--address"),
     )
