@@ -27,6 +27,7 @@ if __name__ == "__main__":
     stop_while_loading()
 
 import argparse
+import errno
 import signal
 from collections.abc import Sequence
 
@@ -154,6 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:  # a file or socket the checks before could not foresee
         stops.ending = True
         where = f"{e.filename}: " if e.filename else ""
+        if e.errno == errno.ENOSPC and not e.filename:  # our files' say so: the output (/dev/full)
+            where = "could not write the output: "
         say_error(PROG, f"{where}{e.strerror or e}")
         return 1
     except KeyboardInterrupt:

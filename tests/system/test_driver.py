@@ -131,6 +131,20 @@ def test_a_path_with_a_newline_is_said_in_one_line(argv, said, capsys) -> None:
     assert err.count("\n") == 1 and said in err, err
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_an_output_that_cannot_be_written_is_named_as_the_output() -> None:
+    """``--evaluate > /dev/full`` said 'No space left on device', a disk's words (a tester's
+    find); as the tools say it."""
+    policy = ROOT / "results/fast-agent/policy.safetensors"
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "driver.py"), "--evaluate", str(policy), "--games", "1"],
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr == "driver.py: error: could not write the output: No space left on device\n"
+
+
 def test_ray_address_variable_is_honoured(monkeypatch, capsys) -> None:
     port = free_port()
     monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
