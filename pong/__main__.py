@@ -1,12 +1,11 @@
 """``python -m pong TOOL [ARGS]``: the tools that sweep, plot, compare and share runs."""
 
-from pong.run.stops import Stops, stop_while_loading
+from pong.run.stops import Stops, interrupted, stop_while_loading
 
 if __name__ == "__main__":
     stop_while_loading()  # a Ctrl-C while the tool (the sweep: Ray) loads is one line
 
 import importlib  # noqa: E402 (after the handler: no traceback)
-import signal  # noqa: E402
 import sys  # noqa: E402
 
 from pong.run.errors import quiet_when_piped  # noqa: E402
@@ -37,9 +36,7 @@ def main(argv: list[str]) -> int:
     try:
         return module.main(argv[1:])
     except KeyboardInterrupt:
-        stop = stops.received[0] if stops.received else signal.SIGINT
-        print(f"Interrupted by {stop.name}.", file=sys.stderr, flush=True)
-        return 128 + stop.value
+        return interrupted(stops.received)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from pong.run.cluster import joined
 from pong.run.config import Options
 from pong.run.directory import JOB_CONFIG, Run, in_ray_job
 from pong.run.errors import UsageError, first_line, pasteable, printable, say_error, shell_word
+from pong.run.stops import interrupted as say_stop
 
 __all__ = ["announce", "batch_line", "failed", "farewell", "interrupted", "started"]
 
@@ -126,7 +127,4 @@ def failed(prog: str, error: Exception, run: Run | None) -> int:
 
 
 def interrupted(prog: str, received: list[signal.Signals]) -> int:
-    stop = received[0] if received else signal.SIGINT
-    ending = "; shutting down Ray" if ray.is_initialized() else ""
-    print(f"Interrupted by {stop.name}{ending}.", file=sys.stderr, flush=True)
-    return 128 + stop.value  # the shell's convention: 130 for SIGINT, 143 for SIGTERM
+    return say_stop(received, "; shutting down Ray" if ray.is_initialized() else "")

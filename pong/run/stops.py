@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["STOPS", "Stops", "no_sigterm_lost", "stop_while_loading"]
+__all__ = ["STOPS", "Stops", "interrupted", "no_sigterm_lost", "stop_while_loading"]
 
 STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill/ray job stop, a lost terminal
 
@@ -51,13 +51,20 @@ class Stops:
             raise KeyboardInterrupt
 
 
+def interrupted(received: list[signal.Signals], ending: str = "") -> int:
+    """``Interrupted by SIGINT{ending}.`` for the first stop ``received``; the shell's exit
+    code for it (130 for SIGINT, 143 for SIGTERM)."""
+    stop = received[0] if received else signal.SIGINT
+    print(f"Interrupted by {stop.name}{ending}.", file=sys.stderr, flush=True)
+    return 128 + stop.value
+
+
 def stop_while_loading() -> None:
     """Until ``Stops.install`` (Ray takes ~0.5 s to import), SIGINT or SIGTERM ends the
     program at once with one line, no traceback: nothing has started yet."""
 
     def stop(signum: int, frame: object) -> None:
-        print(f"Interrupted by {signal.Signals(signum).name}.", file=sys.stderr, flush=True)
-        os._exit(128 + signum)
+        os._exit(interrupted([signal.Signals(signum)]))
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)

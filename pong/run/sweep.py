@@ -30,7 +30,7 @@ from pong.run.config import Config, Options, add_flags
 from pong.run.config import path as nonempty_path
 from pong.run.errors import UsageError, command, first_line, printable, say_error
 from pong.run.metrics import UPDATES, MetricsFileError, Summary, summary
-from pong.run.stops import STOPS, Stops
+from pong.run.stops import STOPS, Stops, interrupted
 from pong.run.storage import Storage, StorageError
 
 __all__ = ["main", "runs_of", "trial_name"]
@@ -244,9 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return refuse(f"{printable(e.filename)}: {e.strerror or e}")
     except KeyboardInterrupt:
-        stop = _STOPS.received[0] if _STOPS.received else signal.SIGINT
-        print(f"Interrupted by {stop.name}; no trial had started.", file=sys.stderr, flush=True)
-        return 128 + stop.value
+        return interrupted(_STOPS.received, "; no trial had started")
 
 
 def new_sweep(args: argparse.Namespace, storage: Storage) -> Sweep:
