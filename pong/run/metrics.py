@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
@@ -63,8 +62,9 @@ class MetricsLog:
             run_dir = self._files.enter_context(closing(Directory.open(Path(run_dir))))
         if run_dir.lstat(GAMES) is None and run_dir.lstat(OLD_GAMES) is not None:
             run_dir.rename(OLD_GAMES, GAMES)
+        held = {}  # each file's rows kept, and the last of them
         for name, fields in FIELDS.items():
-            header = _kept_header(run_dir, name, after)
+            header, *held[name] = _kept_header(run_dir, name, after)
             f = self._files.enter_context(run_dir.append(name, newline=""))  # never through a link
             if header is None:  # no rows yet: ours is the header
                 f.truncate(0)
@@ -73,7 +73,7 @@ class MetricsLog:
             self._writers[name] = (csv.DictWriter(f, header, extrasaction="ignore"), f)
         try:  # after each file's own checks, which name a line
             if totals is not None:
-                _check_totals(run_dir, after, *totals)
+                _check_totals(run_dir.path, after, totals, held)
         except MetricsFileError:
             self.close()
             raise
@@ -104,11 +104,12 @@ class MetricsLog:
         self._files.close()
 
 
-def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] | None:
+def _kept_header(run_dir: Directory, name: str, after: int | None) -> tuple:
     """The columns of the metrics file ``name`` if it holds rows (an older run's may lack
-    some), once it is rewritten without the rows of updates after ``after`` or a torn line.
-    Each row is checked as the tools read it, a row at a time: memory stays bounded."""
-    lines, total, kept, last = None, 0, 0, 0  # last: the update of the last row
+    some), once it is rewritten without the rows of updates after ``after`` or a torn line;
+    how many rows it keeps, and the last of them. Each row is checked as the tools read it, a
+    row at a time: memory stays bounded."""
+    lines, total, kept, last, last_kept = None, 0, 0, 0, None  # last: the last row's update
 
     def keep(row: dict[str, str]) -> bool:
         return after is None or int(row["update"]) <= after
@@ -118,10 +119,11 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
         try:
             for row in _checked(lines):
                 last, total = int(row["update"]), total + 1
-                kept += keep(row)
+                if keep(row):
+                    kept, last_kept = kept + 1, row
         except MetricsFileError:
             if after is None and lines.number == 1:  # not our header: a new run refused rows
-                return None
+                return None, 0, None
             raise
     # Each update's rows are written before its save, which a failed write forgoes: rows
     # behind the checkpoint are another run's, or were removed
@@ -133,34 +135,30 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> list[str] 
             " weights in a new run)"
         )
     if lines is None or lines.reader.fieldnames is None:  # not even a whole header
-        return None
+        return None, 0, None
     if kept < total or lines.torn or lines.renamed or lines.mended:
         again = _WholeLines(lines.path, lines.opener, after)  # again: the file is ours, locked
         with run_dir.write(name, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=lines.reader.fieldnames)
             writer.writeheader()
             writer.writerows(filter(keep, again.rows()))
-    return list(lines.reader.fieldnames) if kept else None
+    return (list(lines.reader.fieldnames) if kept else None), kept, last_kept
 
 
-def _check_totals(run_dir: Directory, after: int, games: int, steps: int) -> None:
-    """The rows agree with the checkpoint of update ``after``: a hand-edited checkpoint or rows
-    cut from the end are said now, not as a hole at the next resume."""
-
-    def upto(name: str) -> Iterator[dict[str, str]]:
-        lines = _WholeLines(run_dir.path / name, lambda: run_dir.read(name), after)
-        return (row for row in _checked(lines) if int(row["update"]) <= after)
-
-    last = next(iter(deque(upto(UPDATES), maxlen=1)), None)  # update after's (checked there)
+def _check_totals(path: Path, after: int, totals: tuple[int, int], held: dict) -> None:
+    """The rows kept agree with the checkpoint of update ``after`` (its games and steps): a
+    hand-edited checkpoint or rows cut from the end are said now, not as a hole at the next
+    resume. ``held``: each file's rows kept and the last of them, the row of ``after``."""
+    (_, last), (rows, _) = held[UPDATES], held[GAMES]
     if last is None:  # a checkpoint of update 0: nothing played yet
         return
-    held = sum(1 for _ in upto(GAMES))
-    if (int(last["games"]), int(last["steps"]), held) != (games, steps, games):
+    (games, steps), said = totals, (int(last["games"]), int(last["steps"]))
+    if (*said, rows) != (games, steps, games):
         raise MetricsFileError(
-            f"{printable(run_dir.path)}: the checkpoint holds {games:,} games and {steps:,} steps"
-            f" at update {after:,}, but {UPDATES} says {int(last['games']):,} and"
-            f" {int(last['steps']):,}, and {GAMES} has {held:,} rows; were the files edited, or"
-            " is the checkpoint another run's? (--start-from trains its weights in a new run)"
+            f"{printable(path)}: the checkpoint holds {games:,} games and {steps:,} steps at"
+            f" update {after:,}, but {UPDATES} says {said[0]:,} and {said[1]:,}, and {GAMES} has"
+            f" {rows:,} rows; were the files edited, or is the checkpoint another run's?"
+            " (--start-from trains its weights in a new run)"
         )
 
 
