@@ -288,11 +288,13 @@ def owned(storage: Storage, creating: bool):
     from pong.run.files import Directory
 
     if storage.remote:
+        import pyarrow.fs  # Storage has loaded it for the URI
+
         with contextlib.suppress(FileNotFoundError):
             holder = storage.read(OWNER, 4096).decode(errors="replace").strip()[:200]
             raise UsageError(f"{storage.uri} is in use by {holder}; one sweep per directory (if"
                              f" that sweep has ended, delete {storage.name(OWNER)})")  # fmt: skip
-        if type(storage.fs).__name__ == "LocalFileSystem":  # file://: made, as a plain path is
+        if isinstance(storage.fs, pyarrow.fs.LocalFileSystem):  # file://, made as a path is
             storage.fs.create_dir(storage.root)
         storage.write(OWNER, f"{PROG} (pid {os.getpid()} on {os.uname().nodename})\n".encode())
         try:
@@ -340,7 +342,7 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
             return 1
         finally:
             stops.install()  # ours again, whatever Ray's start left in place
-        todo = [c for c in sweep.configs if sweep.ended.get(trial_name(c), "failed") == "failed"]
+        todo = [c for c in sweep.configs if sweep.ended.get(trial_name(c)) in (None, "failed")]
         for config in todo:  # failed ones again, as Tune's resume_errored: a file may be mended
             sweep.ended.pop(trial_name(config), None)
         if not storage.remote:
