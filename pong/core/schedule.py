@@ -2,20 +2,20 @@
 workers as they come and go, and backups of slow games. A game's seed (``game_seed``) makes it
 the same game on any worker. Its words are in docs/algorithm.md, under "Glossary".
 
-A worker is in one of four states, kept in these fields alone. It moves when the dealer deals
-it a game and when Ray replies or reports an error:
+A worker's state is ``state[worker]``, one of four. It moves when the dealer deals it a game and
+when Ray replies or reports an error:
 
 =========  ==============================================  ========================================
-state      kept in                                         moves
+state      what the dealer holds for it                    moves
 =========  ==============================================  ========================================
-waiting    a ``describe`` call in ``calls``, or in         Ray replies -> free; Ray restarts it ->
+waiting    a ``describe`` call in ``calls``, or a time in  Ray replies -> free; Ray restarts it ->
            ``retry`` (asked again after a pause)           asked again; died for good -> gone
-free       ``free`` and ``up``                             dealt a game -> playing
-playing    a copy's call in ``calls``; ``up``              replies -> free; lost (its process or
+free       its node in ``node``                            dealt a game -> playing
+playing    a copy's call in ``calls``; its node            replies -> free; lost (its process or
                                                            node) -> waiting, its game dealt again
                                                            if the update needs it and no other
                                                            copy of it is in flight
-gone       ``gone``                                        stays: Ray's restarts are used up
+gone       nothing                                         stays: Ray's restarts are used up
 =========  ==============================================  ========================================
 
 An autoscaler adds a node for a waiting worker Ray cannot place.
@@ -47,6 +47,7 @@ RETRY_S = (0.5, 1.0, 2.0, 5.0, 10.0)  # pauses before asking a restarting worker
 BACKUP_AFTER = 2.0  # a game in flight this many times the update's median game gets a backup
 BACKUP_MIN_S = 0.25  # and at least this long: not for a few milliseconds of network
 SAY_EVERY_S = 60.0  # while no worker is up, a line this often
+UP = ("free", "playing")  # the states of a worker that is up
 
 
 class WorkerError(RuntimeError):
@@ -88,9 +89,8 @@ class Dealer:
         self.wait_for_workers = wait_for_workers
         self.calls: dict[ray.ObjectRef, Call] = {}
         self.copies = itertools.count()  # each copy dealt gets the next number
-        self.up: dict[int, str] = {}  # worker -> its node's id
-        self.free: set[int] = set()  # workers up and not playing (the table above)
-        self.gone: set[int] = set()  # workers Ray will not restart again
+        self.state = dict.fromkeys(range(len(workers)), "waiting")  # the table above
+        self.node: dict[int, str] = {}  # worker -> the id of the node it was last up on
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
         self.update_number = 0  # the number of the update being dealt
@@ -161,7 +161,7 @@ class Dealer:
         if self.idle_since is not None:
             due += [self.said_at + SAY_EVERY_S]
             due += [self.idle_since + (self.wait_for_workers or math.inf)]
-        if self.free and (backups := self._backups(0.0)):  # the longest in flight alone
+        if self.workers_in("free") and (backups := self._backups(0.0)):  # the longest in flight
             due.append(backups[0][0] + self._backup_after())
         return min(due)
 
@@ -186,15 +186,15 @@ class Dealer:
             self._came_up(call.worker, reply)
         elif counted:
             return self._counted(call, reply)
-        elif call.worker in self.up:  # a copy of a game done, or of an earlier update
-            self.free.add(call.worker)
+        elif self.state[call.worker] == "playing":  # a copy of a game done, or of an earlier update
+            self.state[call.worker] = "free"
         return None, None
 
     def _counted(self, call: Call, reply: Result | None) -> tuple[int | None, Result | None]:
         """The first reply of a copy of game ``call.index``: its result, the other copy told to
         stop; or, if the copy gave the game up, the game dealt again."""
         worker, index = call.worker, call.index
-        self.free.add(worker)
+        self.state[worker] = "free"
         # None only where this update was stopped mid-way and started again under its number:
         # the copy was told to stop as the slower one, and now counts; deal the game again
         if reply is None:
@@ -205,20 +205,20 @@ class Dealer:
         for other in list(self.calls.values()):
             if other.index == index and other.update == call.update:
                 self.workers[other.worker].abandon.remote(other.copy)
-        self.up[worker] = reply.node or self.up[worker]  # restarted while idle, it may have moved
+        self.node[worker] = reply.node or self.node[worker]  # restarted while idle: it may move
         self.took.append(time.monotonic() - call.since)
-        self.nodes[self.name(self.up[worker])] += 1
+        self.nodes[self.name(self.node[worker])] += 1
         return index, reply
 
     def deal(self) -> None:
         """The next undealt games to the free workers; with none left, backups (see above).
         A ``WorkerError`` where games wait and every worker is gone."""
-        while self.undealt and self.free:
-            self._deal_to(min(self.free), self.undealt.popleft())
+        while self.undealt and (free := self.workers_in("free")):
+            self._deal_to(free[0], self.undealt.popleft())
         backups = self._backups(self._backup_after())
-        for (_, index), worker in zip(backups, sorted(self.free), strict=False):
+        for (_, index), worker in zip(backups, self.workers_in("free"), strict=False):
             self._deal_to(worker, index)
-        if self.unfinished() and len(self.gone) == len(self.workers):
+        if self.unfinished() and len(self.workers_in("gone")) == len(self.workers):
             raise WorkerError(
                 f"every RolloutWorker is gone: Ray restarts a worker up to {MAX_RESTARTS} times,"
                 " and has used them up for each; stopping"
@@ -238,6 +238,10 @@ class Dealer:
         ``BACKUP_MIN_S``; never before one is done."""
         return max(BACKUP_MIN_S, BACKUP_AFTER * statistics.median(self.took or [math.inf]))
 
+    def workers_in(self, *states: str) -> list[int]:
+        """The workers in any of ``states``, in order."""
+        return [worker for worker, state in self.state.items() if state in states]
+
     def _current(self, call: Call) -> bool:
         """Whether ``call`` is a copy of a game of this update not yet done."""
         current = call.index is not None and call.update == self.update_number
@@ -245,7 +249,7 @@ class Dealer:
 
     def _deal_to(self, worker: int, index: int) -> None:
         """Deal game ``index`` to the free ``worker``, as the next copy."""
-        self.free.remove(worker)
+        self.state[worker] = "playing"
         seed, copy = game_seed(self.seed, self.update_number, index), next(self.copies)
         ref = self.workers[worker].compute_gradient.remote(self.model_ref, seed, copy)
         self.calls[ref] = Call(worker, index, self.update_number, time.monotonic(), copy)
@@ -255,13 +259,13 @@ class Dealer:
         self.calls[self.workers[worker].describe.remote()] = Call(worker, None, 0, time.monotonic())
 
     def _came_up(self, worker: int, where: dict[str, object]) -> None:
-        self.up[worker] = str(where["node_id"])
+        self.node[worker], self.state[worker] = str(where["node_id"]), "free"
         self.retry.pop(worker, None)
-        self.free.add(worker)
         how = "up again (Ray restarted it)" if where.get("restarted") else "up"
         self.notes.append(
-            f"note: RolloutWorker {worker} is {how} on node {self.name(self.up[worker])}; it plays"
-            f" from the next game dealt ({len(self.up)} of {len(self.workers)} workers up)"
+            f"note: RolloutWorker {worker} is {how} on node {self.name(self.node[worker])}; it"
+            f" plays from the next game dealt ({len(self.workers_in(*UP))} of"
+            f" {len(self.workers)} workers up)"
         )
 
     def _lost(self, call: Call, error: ray.exceptions.RayActorError) -> None:
@@ -274,8 +278,7 @@ class Dealer:
         again = self._current(call) and not others  # the update still needs its game
         if again:
             self.undealt.appendleft(index)
-        self.free.discard(worker)
-        was_up = self.up.pop(worker, None) is not None
+        was_up, self.state[worker] = self.state[worker] in UP, "waiting"
         if was_up or index is not None:
             self._describe(worker)
             then = f"; game {index} goes to the next worker free" if again else ""
@@ -288,23 +291,23 @@ class Dealer:
             pause = RETRY_S[min(tries, len(RETRY_S) - 1)]
             self.retry[worker] = (time.monotonic() + pause, tries + 1)
         else:
-            self.gone.add(worker)
+            self.state[worker] = "gone"
             self.retry.pop(worker, None)
             why = (str(error).strip() or type(error).__name__).splitlines()[0]
             self.notes.append(
                 f"note: RolloutWorker {worker} is gone for good ({why}); the run goes"
-                f" on with the other {len(self.workers) - len(self.gone)}"
+                f" on with the other {len(self.workers) - len(self.workers_in('gone'))}"
             )
 
     # The rest reports: what the run's lines and metrics say about the workers and nodes.
 
     def up_by_node(self) -> dict[str, int]:
         """How many workers are up on each node (node name -> count)."""
-        return dict(Counter(self.name(node) for node in self.up.values()))
+        return dict(Counter(self.name(self.node[worker]) for worker in self.workers_in(*UP)))
 
     def waiting(self) -> int:
         """Workers neither up nor gone: not placed yet, or lost and not restarted yet."""
-        return len(self.workers) - len(self.up) - len(self.gone)
+        return len(self.workers_in("waiting"))
 
     def news(self) -> tuple[list[str], dict[str, int]]:
         """The update's notes on the workers, and its games played on each node, by name."""
@@ -324,7 +327,7 @@ class Dealer:
     def _say_idle(self) -> None:
         """While games wait and no worker is up: a line at once, then every
         ``SAY_EVERY_S``; a ``WorkerError`` past ``wait_for_workers``."""
-        if self.up or not self.unfinished():
+        if self.workers_in(*UP) or not self.unfinished():
             self.idle_since = None
             return
         now = time.monotonic()
@@ -346,8 +349,8 @@ class Dealer:
     def _why(self) -> str:
         cpus_free = ray.available_resources().get("CPU", 0)
         cpus = ray.cluster_resources().get("CPU", 0)
-        gone = f", {len(self.gone)} gone for good" if self.gone else ""
+        gone = len(self.workers_in("gone"))
         return (
-            f"{len(self.workers) - len(self.gone)} waiting{gone}; {cpus_free:g} of {cpus:g} CPUs in"
-            " the cluster free"
+            f"{self.waiting()} waiting{f', {gone} gone for good' if gone else ''}; {cpus_free:g} of"
+            f" {cpus:g} CPUs in the cluster free"
         )
