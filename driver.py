@@ -39,7 +39,14 @@ from pong.envs.make import check_env, check_goal
 from pong.run.cluster import cluster_summary, connect, resolve_address
 from pong.run.config import Config, Evaluation, Options, add_flags, fill, given
 from pong.run.directory import Run
-from pong.run.errors import OneLineParser, PongError, UsageError, output_closed, say_error
+from pong.run.errors import (
+    OneLineParser,
+    PongError,
+    UsageError,
+    output_closed,
+    quiet_when_piped,
+    say_error,
+)
 from pong.run.report import announce, failed, interrupted, reached
 from pong.run.stops import Stops
 from pong.run.training import train
@@ -176,4 +183,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    quiet_when_piped(main, PROG)

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, NoReturn
 
 __all__ = ["OneLineParser", "PongError", "RunFileError", "UsageError", "command", "first_line"]
 __all__ += ["quiet_when_piped", "say_error", "writing"]
@@ -47,8 +47,11 @@ def quiet_when_piped(main: Callable[[], int], prog: str) -> NoReturn:
     """Exit with a command's code; ``... | head`` closing its output ends it quietly, as
     ``yes``, and output that cannot be written (``> /dev/full``) is one line."""
     try:
-        code = main()
-        sys.stdout.flush()  # here, not at exit, where a failure would be a traceback
+        try:
+            code = main()
+        except SystemExit as e:  # argparse's, after --help: that output is flushed here too
+            code = e.code
+        sys.stdout.flush()  # here, not at exit, where a failure would be silent
     except BrokenPipeError:
         code = output_closed()
     except OSError as e:
@@ -122,6 +125,9 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.refuse(f"{message} (see --help)")
+
+    def print_help(self, file: IO[str] | None = None) -> None:  # argparse's drops write errors
+        (file or sys.stdout).write(self.format_help())
 
     def refuse(self, message: str, status: int = 2) -> NoReturn:
         """One line on what is wrong with a file the command line names (--help cannot help)."""

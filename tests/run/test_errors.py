@@ -33,6 +33,7 @@ def run_dir(tmp_path):
         ["pong", "compare", "{run}"],
         ["pong", "export", "{run}", "{tmp}/policy.safetensors"],
         ["pong", "plot", "{run}", "--output={tmp}/curve.png"],
+        ["pong", "sweep", "--help"],  # argparse's own help dropped the error, exit code 0
     ],
 )
 def test_output_to_a_full_disk_is_one_line(command, run_dir, tmp_path) -> None:

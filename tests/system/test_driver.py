@@ -132,13 +132,15 @@ def test_a_path_with_a_newline_is_said_in_one_line(argv, said, capsys) -> None:
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
-def test_an_output_that_cannot_be_written_is_named_as_the_output() -> None:
+@pytest.mark.parametrize("flags", [["--evaluate", "POLICY", "--games", "1"], ["--help"]])
+def test_an_output_that_cannot_be_written_is_named_as_the_output(flags) -> None:
     """``--evaluate > /dev/full`` said 'No space left on device', a disk's words (a tester's
-    find); as the tools say it."""
-    policy = ROOT / "results/fast-agent/policy.safetensors"
+    find); as the tools say it. ``--help``'s was lost, with exit code 0 (argparse's way)."""
+    policy = str(ROOT / "results/fast-agent/policy.safetensors")
+    flags = [policy if f == "POLICY" else f for f in flags]
     with open("/dev/full", "w") as full:
         done = subprocess.run(
-            [sys.executable, str(ROOT / "driver.py"), "--evaluate", str(policy), "--games", "1"],
+            [sys.executable, str(ROOT / "driver.py"), *flags],
             stdout=full, stderr=subprocess.PIPE, text=True, timeout=120,
         )  # fmt: skip
     assert done.returncode == 1
