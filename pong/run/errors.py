@@ -51,7 +51,7 @@ def quiet_when_piped(main: Callable[[], int], prog: str) -> NoReturn:
             code = main()
         except SystemExit as e:  # argparse's, after --help: that output is flushed here too
             code = e.code
-        sys.stdout.flush()  # here, not at exit, where a failure would be silent
+        sys.stdout.flush()  # here, not at exit, where a failure would be a traceback
     except BrokenPipeError:
         code = output_closed()
     except OSError as e:
