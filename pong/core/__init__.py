@@ -19,6 +19,6 @@ The fast path, which the tests check against ``reference``, and Ray's loop:
 - ``schedule``: ``Dealer``, which deals the games as workers come and go, and starts backups
   of slow games. A first reading can skip it.
 
-``rollout`` and ``worker`` already use the dealer's words (a copy of a game, a backup, abandon):
-docs/algorithm.md defines them under "Glossary".
+``rollout`` and ``worker`` already use a few of the dealer's words (a copy of a game, a backup,
+abandon): docs/algorithm.md defines them under "Glossary".
 """

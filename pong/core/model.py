@@ -38,26 +38,6 @@ def zeros_like_weights(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: np.zeros_like(v) for k, v in weights.items()}
 
 
-def policy_forward(model: Model, x: np.ndarray) -> tuple[float, np.ndarray]:
-    """2016's forward pass for one (D,) input: ``(aprob, h)``, h the (H,) hidden state."""
-    h = model.weights["W1"] @ x
-    h[h < 0] = 0  # ReLU
-    logp = float(model.weights["W2"] @ h)  # 2016's name; it holds the logit, not a log-probability
-    return sigmoid(logp), h
-
-
-def policy_backward(model: Model, eph: np.ndarray, epx: np.ndarray, weighted: np.ndarray) -> dict:
-    """2016's backward pass for one game: the gradient ``{"W1": (H, D), "W2": (H,)}`` of
-    ``sum_t weighted[t] * logit_t``; ``weighted`` is ``epdlogp`` times the advantages (2016
-    multiplied its ``epdlogp`` in place and passed it under that name)."""
-    weighted = np.asarray(weighted).ravel()
-    dW2 = eph.T @ weighted
-    dh = np.outer(weighted, model.weights["W2"])
-    dh[eph <= 0] = 0  # backprop through the ReLU
-    dW1 = dh.T @ epx  # (H, D)
-    return {"W1": dW1, "W2": dW2}
-
-
 class Model:
     """Policy network ``x -> h = max(0, W1 @ x) -> aprob = sigmoid(W2 @ h)``. ``W1`` and ``W2``
     are standard normal draws from ``seed`` divided by ``sqrt(D)`` and ``sqrt(H)`` (LeCun's
@@ -96,3 +76,23 @@ class Model:
                 raise FloatingPointError(f"the update would make {k} or its cache non-finite")
         rmsprop_cache.update(new_cache)
         self.weights.update(new_weights)
+
+
+def policy_forward(model: Model, x: np.ndarray) -> tuple[float, np.ndarray]:
+    """2016's forward pass for one (D,) input: ``(aprob, h)``, h the (H,) hidden state."""
+    h = model.weights["W1"] @ x
+    h[h < 0] = 0  # ReLU
+    logp = float(model.weights["W2"] @ h)  # 2016's name; it holds the logit, not a log-probability
+    return sigmoid(logp), h
+
+
+def policy_backward(model: Model, eph: np.ndarray, epx: np.ndarray, weighted: np.ndarray) -> dict:
+    """2016's backward pass for one game: the gradient ``{"W1": (H, D), "W2": (H,)}`` of
+    ``sum_t weighted[t] * logit_t``; ``weighted`` is ``epdlogp`` times the advantages (2016
+    multiplied its ``epdlogp`` in place and passed it under that name)."""
+    weighted = np.asarray(weighted).ravel()
+    dW2 = eph.T @ weighted
+    dh = np.outer(weighted, model.weights["W2"])
+    dh[eph <= 0] = 0  # backprop through the ReLU
+    dW1 = dh.T @ epx  # (H, D)
+    return {"W1": dW1, "W2": dW2}

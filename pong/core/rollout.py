@@ -32,7 +32,8 @@ class SparseGame(NamedTuple):
     offsets: np.ndarray  # (T + 1,) int64, from 0
     indices: np.ndarray  # (N,) uint16 pixel indices
     values: np.ndarray  # (N,) int8: -1, an object left; +1, one arrived
-    on_bits: np.ndarray  # (T, 25) uint8 np.packbits(h > 0), the ReLU pattern: all of eph needed
+    on_bits: np.ndarray  # (T, 25) uint8 np.packbits(h > 0): the ReLU pattern, all the backward
+    # pass needs of eph
     # (T,) y - aprob = d log P(action taken) / d logit, before advantages (y: 1 if the action
     # taken was up, else 0, as 2016's "fake label")
     epdlogp: np.ndarray
@@ -63,7 +64,7 @@ def play_game(
     ``reset_seed`` goes to the env's reset (``None``: the env's own stream). ``stop()``, if
     given, is asked before the first step and every ``STOP_EVERY`` steps whether the game is no
     longer wanted; if so, the unfinished game is given up and ``None`` returned (the dealer may
-    start one game on two workers and keep the first to finish: ``pong.core.schedule``)."""
+    start a backup copy of a slow game and abandon the slower copy: ``pong.core.schedule``)."""
     if stop is not None and stop():
         return None
     frames = frames_of(env)

@@ -2,15 +2,15 @@
 workers as they come and go, and backups of slow games. A game's seed (``game_seed``) makes it
 the same game on any worker. Its words are in docs/algorithm.md, under "Glossary".
 
-A worker's state is ``state[worker]``, one of four. It moves when the dealer deals it a game and
+A worker's status is ``status[worker]``, one of four. It moves when the dealer deals it a game and
 when Ray replies or reports an error:
 
 =========  ==============================================  ========================================
-state      what the dealer holds for it                    moves
+status     what the dealer holds for it                    moves
 =========  ==============================================  ========================================
 waiting    a ``describe`` call in ``calls``, or a time in  Ray replies -> free; Ray restarts it ->
            ``retry`` (asked again after a pause)           asked again; died for good -> gone
-free       its node in ``node``                            dealt a game -> playing
+free       its node in ``node_of``                         dealt a game -> playing
 playing    a copy's call in ``calls``; its node            replies -> free; lost (its process or
                                                            node) -> waiting, its game dealt again
                                                            if the update needs it and no other
@@ -47,7 +47,6 @@ RETRY_S = (0.5, 1.0, 2.0, 5.0, 10.0)  # pauses before asking a restarting worker
 BACKUP_AFTER = 2.0  # a game in flight this many times the update's median game gets a backup
 BACKUP_MIN_S = 0.25  # and at least this long: not for a few milliseconds of network
 SAY_EVERY_S = 60.0  # while no worker is up, a line this often
-UP = ("free", "playing")  # the states of a worker that is up
 
 
 class WorkerError(RuntimeError):
@@ -89,15 +88,15 @@ class Dealer:
         self.wait_for_workers = wait_for_workers
         self.calls: dict[ray.ObjectRef, Call] = {}
         self.copies = itertools.count()  # each copy dealt gets the next number
-        self.state = dict.fromkeys(range(len(workers)), "waiting")  # the table above
-        self.node: dict[int, str] = {}  # worker -> the id of the node it was last up on
+        self.status = dict.fromkeys(range(len(workers)), "waiting")  # the table above
+        self.node_of: dict[int, str] = {}  # worker -> the id of the node it was last up on
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
         self.update_number = 0  # the number of the update being dealt
         self.model_ref = None  # its model, in the object store
         self.undealt: deque[int] = deque()  # its games not dealt yet, lost ones first
         self.done: set[int] = set()  # its games whose counted copy replied (out again if lost)
-        self.nodes: Counter[str] = Counter()  # node name -> the update's games played there
+        self.games_on: Counter[str] = Counter()  # node name -> the update's games played there
         self.took: list[float] = []  # seconds each done game's counted copy took
         self.notes: list[str] = []  # the update's notes on the workers, one line each
         self.idle_since: float | None = None  # since when no worker is up
@@ -128,7 +127,7 @@ class Dealer:
                 self.workers[call.worker].abandon.remote(call.copy)
         self.update_number, self.model_ref = number, model_ref
         self.undealt, self.done, self.took = deque(range(batch_size)), set(), []
-        self.nodes, self.notes = Counter(), []
+        self.games_on, self.notes = Counter(), []
         self.deal()
 
     def unfinished(self) -> bool:
@@ -186,15 +185,17 @@ class Dealer:
             self._came_up(call.worker, reply)
         elif counted:
             return self._counted(call, reply)
-        elif self.state[call.worker] == "playing":  # a copy of a game done, or of an earlier update
-            self.state[call.worker] = "free"
+        elif (
+            self.status[call.worker] == "playing"
+        ):  # a copy of a game done, or of an earlier update
+            self.status[call.worker] = "free"
         return None, None
 
     def _counted(self, call: Call, reply: Result | None) -> tuple[int | None, Result | None]:
         """The first reply of a copy of game ``call.index``: its result, the other copy told to
         stop; or, if the copy gave the game up, the game dealt again."""
         worker, index = call.worker, call.index
-        self.state[worker] = "free"
+        self.status[worker] = "free"
         # None only where this update was stopped mid-way and started again under its number:
         # the copy was told to stop as the slower one, and now counts; deal the game again
         if reply is None:
@@ -205,9 +206,9 @@ class Dealer:
         for other in list(self.calls.values()):
             if other.index == index and other.update == call.update:
                 self.workers[other.worker].abandon.remote(other.copy)
-        self.node[worker] = reply.node or self.node[worker]  # restarted while idle: it may move
+        self.node_of[worker] = reply.node or self.node_of[worker]  # restarted between games?
         self.took.append(time.monotonic() - call.since)
-        self.nodes[self.name(self.node[worker])] += 1
+        self.games_on[self.name(self.node_of[worker])] += 1
         return index, reply
 
     def deal(self) -> None:
@@ -238,9 +239,13 @@ class Dealer:
         ``BACKUP_MIN_S``; never before one is done."""
         return max(BACKUP_MIN_S, BACKUP_AFTER * statistics.median(self.took or [math.inf]))
 
-    def workers_in(self, *states: str) -> list[int]:
-        """The workers in any of ``states``, in order."""
-        return [worker for worker, state in self.state.items() if state in states]
+    def workers_in(self, *statuses: str) -> list[int]:
+        """The workers in any of ``statuses``, in order."""
+        return [worker for worker, status in self.status.items() if status in statuses]
+
+    def up(self) -> list[int]:
+        """The workers up (free or playing), in order."""
+        return self.workers_in("free", "playing")
 
     def _current(self, call: Call) -> bool:
         """Whether ``call`` is a copy of a game of this update not yet done."""
@@ -249,7 +254,7 @@ class Dealer:
 
     def _deal_to(self, worker: int, index: int) -> None:
         """Deal game ``index`` to the free ``worker``, as the next copy."""
-        self.state[worker] = "playing"
+        self.status[worker] = "playing"
         seed, copy = game_seed(self.seed, self.update_number, index), next(self.copies)
         ref = self.workers[worker].compute_gradient.remote(self.model_ref, seed, copy)
         self.calls[ref] = Call(worker, index, self.update_number, time.monotonic(), copy)
@@ -259,12 +264,12 @@ class Dealer:
         self.calls[self.workers[worker].describe.remote()] = Call(worker, None, 0, time.monotonic())
 
     def _came_up(self, worker: int, where: dict[str, object]) -> None:
-        self.node[worker], self.state[worker] = str(where["node_id"]), "free"
+        self.node_of[worker], self.status[worker] = str(where["node_id"]), "free"
         self.retry.pop(worker, None)
         how = "up again (Ray restarted it)" if where.get("restarted") else "up"
         self.notes.append(
-            f"note: RolloutWorker {worker} is {how} on node {self.name(self.node[worker])}; it"
-            f" plays from the next game dealt ({len(self.workers_in(*UP))} of"
+            f"note: RolloutWorker {worker} is {how} on node {self.name(self.node_of[worker])}; it"
+            f" plays from the next game dealt ({len(self.up())} of"
             f" {len(self.workers)} workers up)"
         )
 
@@ -278,7 +283,7 @@ class Dealer:
         again = self._current(call) and not others  # the update still needs its game
         if again:
             self.undealt.appendleft(index)
-        was_up, self.state[worker] = self.state[worker] in UP, "waiting"
+        was_up, self.status[worker] = self.status[worker] in ("free", "playing"), "waiting"
         if was_up or index is not None:
             self._describe(worker)
             then = f"; game {index} goes to the next worker free" if again else ""
@@ -291,7 +296,7 @@ class Dealer:
             pause = RETRY_S[min(tries, len(RETRY_S) - 1)]
             self.retry[worker] = (time.monotonic() + pause, tries + 1)
         else:
-            self.state[worker] = "gone"
+            self.status[worker] = "gone"
             self.retry.pop(worker, None)
             why = (str(error).strip() or type(error).__name__).splitlines()[0]
             self.notes.append(
@@ -303,7 +308,7 @@ class Dealer:
 
     def up_by_node(self) -> dict[str, int]:
         """How many workers are up on each node (node name -> count)."""
-        return dict(Counter(self.name(self.node[worker]) for worker in self.workers_in(*UP)))
+        return dict(Counter(self.name(self.node_of[worker]) for worker in self.up()))
 
     def waiting(self) -> int:
         """Workers neither up nor gone: not placed yet, or lost and not restarted yet."""
@@ -311,7 +316,7 @@ class Dealer:
 
     def news(self) -> tuple[list[str], dict[str, int]]:
         """The update's notes on the workers, and its games played on each node, by name."""
-        return list(self.notes), dict(self.nodes)
+        return list(self.notes), dict(self.games_on)
 
     def name(self, node: str) -> str:
         """A node's name: its IP address, with its id's start where another node alive has
@@ -327,7 +332,7 @@ class Dealer:
     def _say_idle(self) -> None:
         """While games wait and no worker is up: a line at once, then every
         ``SAY_EVERY_S``; a ``WorkerError`` past ``wait_for_workers``."""
-        if self.workers_in(*UP) or not self.unfinished():
+        if self.up() or not self.unfinished():
             self.idle_since = None
             return
         now = time.monotonic()

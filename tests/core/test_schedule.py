@@ -201,7 +201,7 @@ def test_a_lost_game_goes_to_the_next_worker_free_and_its_worker_comes_back(
     )
     assert any(back in n for n in notes), notes
     last = trainer.update()
-    assert sum(last.nodes.values()) == 4 and len(trainer.dealer.workers_in("free", "playing")) == 2
+    assert sum(last.nodes.values()) == 4 and len(trainer.dealer.up()) == 2
     release(trainer)
 
 
@@ -226,13 +226,13 @@ def test_workers_ray_cannot_place_yet_wait_and_join_with_the_same_bytes(joined_r
     config = Config(batch_size=4, env=TOY.env, seed=5)
     trainer = Trainer(**hyperparameters(config), workers=4)
     dealer = trainer.dealer
-    assert len(dealer.workers_in("free", "playing")) == 3 and dealer.waiting() == 1
+    assert len(dealer.up()) == 3 and dealer.waiting() == 1
     trainer.update()
     [waiting] = dealer.workers_in("waiting")  # Ray chose which waits
-    killed = dealer.workers_in("free", "playing")[0]
+    killed = dealer.up()[0]
     ray.kill(dealer.workers[killed], no_restart=True)  # its CPU goes to the one waiting
     notes, deadline = [], time.monotonic() + 300
-    while dealer.state[waiting] == "waiting" and time.monotonic() < deadline:  # in a second
+    while dealer.status[waiting] == "waiting" and time.monotonic() < deadline:  # in a second
         notes += trainer.update().notes
     notes += trainer.update().notes  # and then plays
     release(trainer)
@@ -423,7 +423,7 @@ def test_a_worker_restarting_for_minutes_is_asked_again_and_the_wait_said_each_m
             dealer.take(ref)
         if worker.asked > asked:
             asked_at.append(clock[0])
-    assert dealer.state == {0: "waiting"} and len(asked_at) > 30
+    assert dealer.status == {0: "waiting"} and len(asked_at) > 30
     assert max(b - a for a, b in itertools.pairwise(asked_at)) <= 10.0
     assert said[0].startswith("note: no RolloutWorker is up (1 waiting; 0 of 0 CPUs"), said
     assert [line.split(" (")[0] for line in said[1:]] == [
@@ -431,4 +431,4 @@ def test_a_worker_restarting_for_minutes_is_asked_again_and_the_wait_said_each_m
     ][: len(said) - 1] and len(said) >= 5, said
     worker.back = True
     assert sorted(index for index, _ in dealer.results(1, 2, None)) == [0, 1]
-    assert dealer.state == {0: "free"} and dealer.node == {0: "n1"}
+    assert dealer.status == {0: "free"} and dealer.node_of == {0: "n1"}
