@@ -121,16 +121,16 @@ class SparseGrad(NamedTuple):
         return {"W1": W1, "W2": self.W2.copy()}
 
 
-def block_inputs(game: SparseGame, start: int, end: int, slot: np.ndarray) -> tuple:
+def block_inputs(game: SparseGame, start: int, end: int, entry_column: np.ndarray) -> tuple:
     """Steps ``start:end``'s inputs as a dense (steps, M) ``block`` over only the M pixels
-    they touch: ``(slots, block)``. A pixel's slot is its place among the game's changed
-    pixels (``columns`` below): ``slot[e]`` is stored entry ``e``'s, ``slots[m]`` column m's."""
+    they touch: ``(block_columns, block)``. ``entry_column[e]`` is stored entry e's index in
+    the game's changed pixels (``columns`` below); ``block_columns[m]`` is block column m's."""
     first, last = int(game.offsets[start]), int(game.offsets[end])
-    slots, place = np.unique(slot[first:last], return_inverse=True)  # each entry's column
+    block_columns, in_block = np.unique(entry_column[first:last], return_inverse=True)
     step = np.repeat(np.arange(end - start), np.diff(game.offsets[start : end + 1]))  # its row
-    block = np.zeros((end - start, slots.size))
-    block[step, place] = game.values[first:last]
-    return slots, block
+    block = np.zeros((end - start, block_columns.size))
+    block[step, in_block] = game.values[first:last]
+    return block_columns, block
 
 
 def policy_backward_sparse(model: Model, game: SparseGame, weighted: np.ndarray) -> SparseGrad:
@@ -147,16 +147,17 @@ def policy_backward_sparse(model: Model, game: SparseGame, weighted: np.ndarray)
     """
     W1, W2 = model.weights["W1"], model.weights["W2"]
     weighted = np.asarray(weighted, dtype=np.float64).ravel()
-    # Only the K pixels that ever changed get a non-zero column; slot: each entry's, in columns
-    columns, slot = np.unique(game.indices, return_inverse=True)
+    # Only the K pixels that ever changed get a non-zero column: each stored entry's, in columns
+    columns, entry_column = np.unique(game.indices, return_inverse=True)
     GT = np.zeros((columns.size, H))  # G transposed, (K, H): row k for pixel columns[k]
     for start in range(0, weighted.size, BACKWARD_CHUNK):
         end = min(start + BACKWARD_CHUNK, weighted.size)
         if game.offsets[start] == game.offsets[end]:
             continue  # no pixel changed in these steps
         on = np.unpackbits(game.on_bits[start:end], axis=1, count=H)  # (steps, H)
-        slots, block = block_inputs(game, start, end, slot)
-        GT[slots] += block.T @ (weighted[start:end, None] * on)  # G[j] += sum_t w_t on[t,j] x_t
+        block_columns, block = block_inputs(game, start, end, entry_column)
+        # G[j] += sum_t weighted[t] on[t, j] x_t, for these steps
+        GT[block_columns] += block.T @ (weighted[start:end, None] * on)
     dW2 = np.einsum("jk,kj->j", W1[:, columns], GT)  # row-wise W1[j] . G[j]
     return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 
