@@ -23,7 +23,7 @@ An autoscaler adds a node for a waiting worker Ray cannot place.
 A free worker is dealt the next undealt game, games lost with a worker first. Once all are
 dealt, it gets a backup: a second copy of the game in flight longest, past ``BACKUP_AFTER``
 times the update's median game (MapReduce's backup tasks). The first copy to reply with a
-result counts; the other is told to stop.
+result counts; the other is abandoned (told to stop).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class Dealer:
         self.workers, self.seed, self.say = workers, seed, say
         self.wait_for_workers = wait_for_workers
         self.calls: dict[ray.ObjectRef, Call] = {}
-        self.copies = itertools.count()  # each copy dealt gets the next number
+        self.copy_numbers = itertools.count()  # each copy dealt gets the next
         self.status = dict.fromkeys(range(len(workers)), "waiting")  # the table above
         self.node_of: dict[int, str] = {}  # worker -> the id of the node it was last up on
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
@@ -99,7 +99,7 @@ class Dealer:
         self.games_on: Counter[str] = Counter()  # node name -> the update's games played there
         self.took: list[float] = []  # seconds each done game's counted copy took
         self.notes: list[str] = []  # the update's notes on the workers, one line each
-        self.idle_since: float | None = None  # since when no worker is up
+        self.none_up_since: float | None = None  # since when no worker is up
         self.said_at = 0.0  # when that was last said
         for worker in range(len(workers)):
             self._describe(worker)
@@ -119,7 +119,7 @@ class Dealer:
 
     def start(self, number: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
         """Deal update ``number``'s first games. A copy of an earlier update's game still in
-        flight (the slower of a game's two copies, first or backup) is told to stop and never
+        flight (the slower of a game's two copies, first or backup) is abandoned and never
         counted; one of an update stopped mid-way and started again has its number, plays the
         same game and counts."""
         for call in list(self.calls.values()):  # its reply will only free its worker
@@ -137,7 +137,7 @@ class Dealer:
     def next_reply(self) -> ray.ObjectRef | None:
         """The next call replied to, or ``None`` when something else is due first (a retry, a
         backup, a line of the wait for a worker)."""
-        self._say_idle()
+        self._say_none_up()
         now = time.monotonic()
         for worker, (when, tries) in list(self.retry.items()):
             if when <= now:  # asked once: its reply, or _lost, says what next
@@ -149,7 +149,7 @@ class Dealer:
             ready, _ = ray.wait(list(self.calls), num_returns=1, timeout=pause, fetch_local=False)
         else:
             time.sleep(pause)
-        self._say_idle()
+        self._say_none_up()
         return ready[0] if ready else None
 
     def _next_due(self, now: float) -> float:
@@ -157,9 +157,9 @@ class Dealer:
         line of a wait for a worker or the end of the wait allowed, the oldest game's backup;
         at most ``SAY_EVERY_S`` from ``now``."""
         due = [when for when, _ in self.retry.values()] + [now + SAY_EVERY_S]
-        if self.idle_since is not None:
+        if self.none_up_since is not None:
             due += [self.said_at + SAY_EVERY_S]
-            due += [self.idle_since + (self.wait_for_workers or math.inf)]
+            due += [self.none_up_since + (self.wait_for_workers or math.inf)]
         if self.workers_in("free") and (backups := self._backups(0.0)):  # the longest in flight
             due.append(backups[0][0] + self._backup_after())
         return min(due)
@@ -197,7 +197,7 @@ class Dealer:
         worker, index = call.worker, call.index
         self.status[worker] = "free"
         # None only where this update was stopped mid-way and started again under its number:
-        # the copy was told to stop as the slower one, and now counts; deal the game again
+        # the copy was abandoned as the slower one, and now counts; deal the game again
         if reply is None:
             self.done.discard(index)
             self.undealt.appendleft(index)
@@ -229,7 +229,7 @@ class Dealer:
         """(sent, index) of the update's games in flight as one copy alone for ``after``
         seconds or more, the longest first; none while games are undealt."""
         current = [] if self.undealt else [c for c in self.calls.values() if self._current(c)]
-        copies, now = Counter(c.index for c in current), time.monotonic()
+        copies, now = Counter(c.index for c in current), time.monotonic()  # each game's in flight
         return sorted(
             (c.since, c.index) for c in current if copies[c.index] == 1 and now - c.since >= after
         )
@@ -255,7 +255,7 @@ class Dealer:
     def _deal_to(self, worker: int, index: int) -> None:
         """Deal game ``index`` to the free ``worker``, as the next copy."""
         self.status[worker] = "playing"
-        seed, copy = game_seed(self.seed, self.update_number, index), next(self.copies)
+        seed, copy = game_seed(self.seed, self.update_number, index), next(self.copy_numbers)
         ref = self.workers[worker].compute_gradient.remote(self.model_ref, seed, copy)
         self.calls[ref] = Call(worker, index, self.update_number, time.monotonic(), copy)
 
@@ -329,23 +329,23 @@ class Dealer:
             self.names[node] = f"{ip}/{node[:8]}" if shared or ip == "?" else ip
         return self.names[node]
 
-    def _say_idle(self) -> None:
+    def _say_none_up(self) -> None:
         """While games wait and no worker is up: a line at once, then every
         ``SAY_EVERY_S``; a ``WorkerError`` past ``wait_for_workers``."""
         if self.up() or not self.unfinished():
-            self.idle_since = None
+            self.none_up_since = None
             return
         now = time.monotonic()
-        if self.idle_since is None:
-            self.idle_since = self.said_at = now
+        if self.none_up_since is None:
+            self.none_up_since = self.said_at = now
             self.say(f"note: no RolloutWorker is up ({self._why()}); waiting for Ray to place"
                      " or restart one (Ctrl-C stops the run)")  # fmt: skip
         elif now - self.said_at >= SAY_EVERY_S:
             self.said_at = now
-            self.say(f"note: still no RolloutWorker up after {now - self.idle_since:.0f} s"
+            self.say(f"note: still no RolloutWorker up after {now - self.none_up_since:.0f} s"
                      f" ({self._why()})")  # fmt: skip
         limit = self.wait_for_workers
-        if limit is not None and now - self.idle_since >= limit:
+        if limit is not None and now - self.none_up_since >= limit:
             raise WorkerError(
                 f"no RolloutWorker was up for {limit:g} s ({self._why()}); stopping, as"
                 " --wait-for-workers asks"
