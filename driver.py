@@ -47,8 +47,8 @@ from pong.run.errors import (
     quiet_when_piped,
     say_error,
 )
-from pong.run.report import announce, failed, interrupted, reached
-from pong.run.stops import Stops
+from pong.run.report import announce, failed, reached
+from pong.run.stops import Stops, interrupted
 from pong.run.training import train
 from pong.tools.evaluate import evaluate
 
@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         stops.ending = True
-        code = interrupted(PROG, stops.received)
+        code = interrupted(stops.received, "; shutting down Ray" if ray.is_initialized() else "")
         # Its workers' last lines, if any, come before the resume hint; but a SIGTERM has a
         # deadline (`ray job stop` kills 3 s later, a slow shutdown included): the hint first
         if stops.received[:1] != [signal.SIGTERM]:

@@ -12,7 +12,7 @@ import numpy as np
 
 from pong.core.model import DOWN, UP, D, Model, policy_backward, policy_forward
 from pong.core.preprocess import preprocess
-from pong.core.rewards import advantages, gamma
+from pong.core.rewards import advantages
 
 __all__ = ["DenseGame", "game_gradient_dense", "play_game_dense"]
 
@@ -53,11 +53,9 @@ def play_game_dense(
     return DenseGame(np.vstack(xs), np.vstack(hs), np.array(dlogps), np.array(drs))
 
 
-def game_gradient_dense(
-    model: Model, game: DenseGame, gamma: float = gamma
-) -> tuple[dict[str, np.ndarray], str | None]:
+def game_gradient_dense(model: Model, game: DenseGame) -> tuple[dict[str, np.ndarray], str | None]:
     """The game's policy gradient as 2016 computed it: each step's ``epdlogp`` times its
     advantage, back through ``policy_backward``: ``({"W1", "W2"}, note)``, with
     ``advantages``' note."""
-    adv, note = advantages(game.epr, gamma)
+    adv, note = advantages(game.epr)
     return policy_backward(model, game.eph, game.epx, game.epdlogp * adv), note

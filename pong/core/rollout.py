@@ -12,7 +12,7 @@ import numpy as np
 
 from pong.core.model import DOWN, UP, D, H, Model, sigmoid
 from pong.core.preprocess import frames_of
-from pong.core.rewards import advantages, gamma
+from pong.core.rewards import advantages
 
 __all__ = ["SparseGame", "SparseGrad", "game_gradient", "play_game", "policy_backward_sparse"]
 __all__ += ["policy_forward_sparse"]
@@ -162,11 +162,9 @@ def policy_backward_sparse(model: Model, game: SparseGame, weighted: np.ndarray)
     return SparseGrad(columns.astype(np.intp), GT.T * W2[:, None], dW2)
 
 
-def game_gradient(
-    model: Model, game: SparseGame, gamma: float = gamma
-) -> tuple[SparseGrad, str | None]:
+def game_gradient(model: Model, game: SparseGame) -> tuple[SparseGrad, str | None]:
     """The policy gradient of ``game``: each step's ``epdlogp`` times its advantage, back
     through the network. ``(grad, note)``: ``note`` is ``None``, or says why the gradient is
     zero (``pong.core.rewards.advantages``)."""
-    adv, note = advantages(game.epr, gamma)
+    adv, note = advantages(game.epr)
     return policy_backward_sparse(model, game, game.epdlogp * adv), note

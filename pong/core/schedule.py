@@ -314,10 +314,6 @@ class Dealer:
         """Workers neither up nor gone: not placed yet, or lost and not restarted yet."""
         return len(self.workers_in("waiting"))
 
-    def news(self) -> tuple[list[str], dict[str, int]]:
-        """The update's notes on the workers, and its games played on each node, by name."""
-        return list(self.notes), dict(self.games_on)
-
     def name(self, node: str) -> str:
         """A node's name: its IP address, with its id's start where another node alive has
         that IP; a node that died and came back keeps its name."""

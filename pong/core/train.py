@@ -105,7 +105,10 @@ class Trainer:
             (model_seed,) = np.random.SeedSequence(seed).spawn(1)  # spawn key (0,): no game's
             weights = Model(model_seed).weights
             state = State(weights, zeros_like_weights(weights), 0, 0, 0, None, None)
-        self._restore(state)
+        self.model = Model.from_weights({k: v.copy(order="K") for k, v in state.weights.items()})
+        self.rmsprop_cache = {k: v.copy(order="K") for k, v in state.rmsprop_cache.items()}
+        self.updates, self.games, self.steps = state.updates, state.games, state.steps
+        self.running_mean, self.best_running_mean = state.running_mean, state.best_running_mean
         self.grad_buffer = zeros_like_weights(self.model.weights)  # the update's gradient sum
         count = workers or worker_count(batch_size)
         cpus = int(ray.cluster_resources().get("CPU", 0))  # so many can start at once
@@ -150,22 +153,14 @@ class Trainer:
     def _count(self, update: Update) -> None:
         """``update``'s time, the dealer's notes and its games into the trainer's counters."""
         update.seconds = time.perf_counter() - update.started
-        notes, update.nodes = self.dealer.news()
-        update.notes[:0] = notes  # the dealer's notes on the workers come first
+        update.notes[:0] = self.dealer.notes  # the dealer's notes on the workers come first
+        update.nodes = dict(self.dealer.games_on)  # its games played on each node, by name
         self.updates += 1
         self.games += update.games
         self.steps += update.steps
         self.running_mean = update.running_mean
         if self.best_running_mean is None or self.running_mean > self.best_running_mean:
             self.best_running_mean = self.running_mean
-
-    def _restore(self, saved: State) -> None:
-        """The model, RMSProp's cache and the counters, from ``saved`` (its arrays copied)."""
-        self.model = Model.from_weights({k: v.copy(order="K") for k, v in saved.weights.items()})
-        self.rmsprop_cache = {k: v.copy(order="K") for k, v in saved.rmsprop_cache.items()}
-        self.updates, self.games, self.steps = saved.updates, saved.games, saved.steps
-        self.running_mean = saved.running_mean
-        self.best_running_mean = saved.best_running_mean
 
     def state(self) -> State:
         """The state after the last finished update (an update in flight is not in it); the

@@ -9,7 +9,6 @@ checked; each refusal is a one-line ``CheckpointError`` naming the file.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import re
@@ -23,7 +22,7 @@ from safetensors import SafetensorError
 
 from pong.core.model import D, H
 from pong.core.state import State
-from pong.run.config import Config
+from pong.run.config import Config, stored
 from pong.run.errors import UsageError, command, first_line
 from pong.run.files import NotRegularError, PathLike, atomic_write, open_file
 
@@ -138,15 +137,6 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
         raise CheckpointError(f"{path}: {e.strerror}") from None
     except OSError as e:
         raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
-    length = int.from_bytes(data[:8], "little")  # of the JSON header: none of ours is so long
-    if len(data) >= 8 and length > MAX_HEADER_BYTES:
-        if length > len(data) - 8:  # text, say: no header's length at its start
-            raise CheckpointError(f"{path}: not a safetensors file (its first 8 bytes give a"
-                                  " header longer than the file)")  # fmt: skip
-        raise CheckpointError(
-            f"{path}: not a pong checkpoint (a header of {length:,} bytes, more than"
-            f" {MAX_HEADER_BYTES:,})"
-        )
     return decode(data, path, policy=policy)
 
 
@@ -155,8 +145,14 @@ def decode(data: bytes, path: PathLike, *, policy: bool = False) -> Checkpoint:
     length = int.from_bytes(data[:8], "little")
     if len(data) < 8:
         problem = f"not a safetensors file ({len(data)} bytes long)"
+    elif 8 + length > len(data) and length > MAX_HEADER_BYTES:  # text, say: no length at its start
+        problem = "not a safetensors file (its first 8 bytes give a header longer than the file)"
     elif 8 + length > len(data):
         problem = f"damaged (its header claims {length:,} bytes; the file has {len(data):,})"
+    elif length > MAX_HEADER_BYTES:  # of the JSON header: none of ours is so long
+        problem = (
+            f"not a pong checkpoint (a header of {length:,} bytes, more than {MAX_HEADER_BYTES:,})"
+        )
     else:
         try:
             tensors = safetensors.numpy.load(data)
@@ -215,7 +211,9 @@ def checked(path, tensors: dict[str, np.ndarray], meta: dict[str, str], policy: 
     _check_tensors(path, tensors, shapes, np.dtype(dtype), policy)
     cache = {k: np.asfortranarray(tensors[f"cache_{k}"]) for k in POLICY_SHAPES if fmt == FORMAT}
     try:
-        settings = {f.name: _value(f, meta[f.name]) for f in dataclasses.fields(Config)}
+        settings = {
+            f.name: stored(f, meta[f.name], exact=False) for f in dataclasses.fields(Config)
+        }
         return Checkpoint(
             weights={k: np.asfortranarray(tensors[k], dtype=np.float64) for k in POLICY_SHAPES},
             rmsprop_cache=cache or None,
@@ -251,14 +249,6 @@ def _check_tensors(path, tensors: dict, shapes: dict, dtype: np.dtype, policy: b
             problem = "holds negative values"
         if problem:
             raise CheckpointError(f"{path}: {name} {problem}")
-
-
-def _value(field: dataclasses.Field, text: str) -> str | int | float:
-    """A setting, parsed from its text as its flag is (an error shows the file's text)."""
-    try:
-        return field.metadata["type"](text)
-    except argparse.ArgumentTypeError as e:
-        raise ValueError(f"{field.name}: {e}") from None
 
 
 def _count(meta: dict[str, str], name: str) -> int:

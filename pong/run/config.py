@@ -93,18 +93,21 @@ class Config:
         ``ValueError`` for a missing setting or a value of the wrong type or range."""
         if not isinstance(values, dict):
             raise ValueError(f"settings must be a mapping, got {values!r}")
-        checked = {}
-        for f in dataclasses.fields(cls):
-            if f.name not in values:
-                raise ValueError(f"{f.name}: missing")
-            try:
-                checked[f.name] = f.metadata["type"](str(value := values[f.name]))
-            except argparse.ArgumentTypeError as e:
-                raise ValueError(f"{f.name}: {e}") from None
-            if checked[f.name] != value or isinstance(value, bool):  # "2" is not 2
-                kind = type(checked[f.name]).__name__
-                raise ValueError(f"{f.name}: expected {kind}, got {value!r}")
-        return cls(**checked)
+        if missing := [f.name for f in dataclasses.fields(cls) if f.name not in values]:
+            raise ValueError(f"{missing[0]}: missing")
+        return cls(**{f.name: stored(f, values[f.name]) for f in dataclasses.fields(cls)})
+
+
+def stored(f: dataclasses.Field, value: Any, exact: bool = True) -> Any:
+    """A stored setting parsed as its flag is, from its text; a ``ValueError`` naming ``f``.
+    ``exact``: ``value`` must be what its text parses to ("2" is not 2, True not 1)."""
+    try:
+        parsed = f.metadata["type"](str(value))
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(f"{f.name}: {e}") from None
+    if exact and (parsed != value or isinstance(value, bool)):
+        raise ValueError(f"{f.name}: expected {type(parsed).__name__}, got {value!r}")
+    return parsed
 
 
 @dataclass(frozen=True)

@@ -186,7 +186,8 @@ class _WholeLines:
         try:
             f = self.opener()
         except FileNotFoundError:
-            raise MetricsFileError(f"{self.shown}: no such file") from None
+            where = f"is {printable(self.path.parent)} a run directory?"
+            raise MetricsFileError(f"{self.shown}: no such file; {where}") from None
         except OSError as e:
             raise MetricsFileError(f"{self.shown}: not a metrics file ({e.strerror})") from None
         with f:
@@ -238,10 +239,6 @@ class _WholeLines:
 def rows(path: Path, opener: Callable[[], BinaryIO] | None = None) -> Iterator[dict[str, str]]:
     """The rows of the metrics CSV ``path`` (read through ``opener``, if given), each checked
     to hold numbers a run writes; a torn last line is left out (a run is writing it)."""
-    if opener is None and not path.exists():
-        raise MetricsFileError(
-            f"{printable(path)}: no such file; is {printable(path.parent)} a run directory?"
-        )
     lines, count = _WholeLines(path, opener), 0
     for row in _checked(lines):
         count += 1
@@ -321,40 +318,24 @@ class Summary:
         return int(self.last["steps"]) / self.seconds if self.seconds > 0 else math.nan
 
 
-class _Clock:
-    """The wall clock of a run's rows, read one at a time: None once a row has no time."""
-
-    def __init__(self) -> None:
-        self.start: float | None = None
-        self.last: float | None = None
-        self.pauses: list[float] = []
-        self.timed = True
-
-    def add(self, row: dict[str, str]) -> float | None:
-        """Seconds from the first update's start to ``row``'s writing."""
-        when, seconds = written(row), float(row["seconds"])
-        if when is None or not self.timed:
-            self.timed = False
-            return None
-        if self.last is None:
-            self.start = when - seconds
-        elif when - self.last - seconds > PAUSE:
-            self.pauses.append(when - self.last - seconds)
-        self.last = when
-        return when - self.start
-
-
 def summary(
     run_dir: str | os.PathLike,
     marks: Iterable[float] = MILESTONES,
     opener: Callable[[], BinaryIO] | None = None,
 ) -> Summary:
     """The run's ``updates.csv`` (read through ``opener``, if given), a row at a time."""
-    count, seconds, best, passed, clock, wall = 0, 0.0, None, {}, _Clock(), None
+    count, seconds, best, passed, wall, last, pauses = 0, 0.0, None, {}, 0.0, None, []
     for row in rows(Path(run_dir) / UPDATES, opener):
-        count += 1
-        seconds += float(row["seconds"])
-        wall = clock.add(row)
+        count, took = count + 1, float(row["seconds"])
+        seconds += took
+        if wall is None or (when := written(row)) is None:  # the wall clock: None once untimed
+            wall = None
+        else:  # from the first update's start to this row's writing; long gaps are pauses
+            if last is None:
+                start = when - took
+            elif when - last - took > PAUSE:
+                pauses.append(when - last - took)
+            wall, last = when - start, when
         running = float(row["running_mean"])
         if best is None or running > float(best["running_mean"]):
             best = row
@@ -362,7 +343,7 @@ def summary(
             if running > mark and mark not in passed:
                 hours = None if wall is None else wall / 3600
                 passed[mark] = Passed(int(row["update"]), int(row["games"]), seconds / 3600, hours)
-    return Summary(count, row, best, seconds, passed, wall, tuple(clock.pauses))
+    return Summary(count, row, best, seconds, passed, wall, tuple(pauses))
 
 
 def summarize(run_dir: str | os.PathLike) -> list[str]:

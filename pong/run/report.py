@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 
 import ray
@@ -15,9 +14,8 @@ from pong.run.cluster import joined
 from pong.run.config import Options
 from pong.run.directory import JOB_CONFIG, Run, in_ray_job
 from pong.run.errors import UsageError, first_line, pasteable, printable, say_error, shell_word
-from pong.run.stops import interrupted as say_stop
 
-__all__ = ["announce", "batch_line", "failed", "farewell", "interrupted", "started"]
+__all__ = ["announce", "batch_line", "failed", "farewell", "started"]
 
 
 def reached(running_mean: float | None, until_mean: float | None) -> bool:
@@ -124,7 +122,3 @@ def failed(prog: str, error: Exception, run: Run | None) -> int:
             line += "; no update had finished, so nothing was saved"
     say_error(prog, line)
     return getattr(error, "exit_code", 1)
-
-
-def interrupted(prog: str, received: list[signal.Signals]) -> int:
-    return say_stop(received, "; shutting down Ray" if ray.is_initialized() else "")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pong.run import errors
 from pong.run.checkpoint import unique
-from pong.run.config import Config, Options, add_flags
+from pong.run.config import Config, Options, add_flags, stored
 from pong.run.config import path as nonempty_path
 from pong.run.errors import UsageError, command, first_line, printable, say_error
 from pong.run.metrics import UPDATES, MetricsFileError, Summary, summary
@@ -162,14 +162,13 @@ def check(configs: list[Config], settings: dict, goal_flag: str = "--stop-at") -
     from pong.envs.make import check_env, check_goal
 
     for env in {c.env for c in configs}:
+        flag = "--env"
         try:
             check_env(env)
-        except ValueError as e:
-            raise ValueError(f"--env: {e}") from None
-        try:
+            flag = goal_flag
             check_goal(env, settings["until_mean"])
         except ValueError as e:
-            raise ValueError(f"{goal_flag}: {e}") from None
+            raise ValueError(f"{flag}: {e}") from None
     workers = settings["workers"]
     smallest = min(c.batch_size for c in configs)
     _expect(workers is None or workers <= smallest, f"--workers {workers}: at most the smallest"
@@ -178,7 +177,6 @@ def check(configs: list[Config], settings: dict, goal_flag: str = "--stop-at") -
 
 def read_definition(storage: Storage) -> Sweep:
     """``DIR/sweep.json``, read as hostile: each value checked as its flag is, else one line."""
-    parse = {f.name: f.metadata["type"] for f in dataclasses.fields(Options)}
     keys = ("format", "trials", "settings", "ended", "seconds")
     if not storage.remote and os.path.isfile(storage.root):
         raise UsageError(f"{printable(storage.root)}: a file, not a sweep's directory")
@@ -197,14 +195,12 @@ def read_definition(storage: Storage) -> Sweep:
             settings = {OLD_PASSED.get(k, k): v for k, v in settings.items()}
         known = isinstance(settings, dict) and set(settings) == {*PASSED, "scheduler"}
         _expect(known, f"settings: expected {', '.join((*PASSED, 'scheduler'))}")
-        for name in PASSED:  # each parsed by its flag's own parser (None: not given)
-            value = settings[name]
-            try:
-                same = value is None and name != "watch_every" or parse[name](str(value)) == value
-            except argparse.ArgumentTypeError as e:
-                raise ValueError(f"settings: {name}: {e}") from None
-            _expect(same and not isinstance(value, bool),
-                    f"settings: {name}: expected a number, got {value!r}")  # fmt: skip
+        for f in dataclasses.fields(Options):  # each parsed by its flag's own parser
+            if f.name in PASSED and (settings[f.name] is not None or f.name == "watch_every"):
+                try:
+                    stored(f, settings[f.name])  # (None: not given)
+                except ValueError as e:
+                    raise ValueError(f"settings: {e}") from None
         asha = settings["scheduler"] == "asha" and settings["updates"] is not None
         _expect(asha or settings["scheduler"] == "fifo", "settings: scheduler: expected fifo, or"
                 " asha with updates")  # fmt: skip
@@ -501,8 +497,9 @@ def _trial_run(config: Config, storage: Storage, local: Path):
             run.open()
             return run
         except (UsageError, StorageError, OSError) as e:
-            problem = problem or f"{storage.name(rel)}: {str(e).replace(str(local), rel)}"
-            print(f"note: {problem}; trying the checkpoint before it", flush=True)  # its log
+            said = f"{storage.name(rel)}: {str(e).replace(str(local), rel)}"
+            problem = problem or said
+            print(f"note: {said}; trying the checkpoint before it", flush=True)  # its log
             shutil.rmtree(local, ignore_errors=True)
     if problem is not None:  # none can be resumed: a UsageError naming the latest
         raise UsageError(problem)

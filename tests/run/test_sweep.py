@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import pickle
+import re
 import shutil
 import signal
 import subprocess
@@ -432,6 +433,9 @@ def test_a_trial_resumes_from_the_latest_checkpoint_that_can_be_resumed(tmp_path
     (tmp_path / name / "checkpoint_000000" / FILENAME).write_bytes(newest.read_bytes())
     with pytest.raises(UsageError, match=r"checkpoint_000001: .*NaN or infinite"):
         _trial_run(config, Storage(tmp_path), tmp_path / "again")
+    notes = capsys.readouterr().out.splitlines()  # each names its own checkpoint
+    named = [re.findall(r"checkpoint_\d+", n) for n in notes]  # a sweep's note named the first
+    assert [set(n) for n in named] == [{"checkpoint_000001"}, {"checkpoint_000000"}], notes
 
 
 def test_a_trial_directory_that_is_a_link_is_refused_and_planted_links_are_removed(
