@@ -43,6 +43,9 @@ def preprocess(frame: np.ndarray) -> np.ndarray:
     return binarize(frame).astype(np.float64)
 
 
+# The fast path reads a game's frames through these (read them with ``rollout``).
+
+
 class Frames(Protocol):
     """A game's frames, binarized, step by step: ``GymFrames``, or an env's faster equal."""
 

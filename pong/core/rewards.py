@@ -30,10 +30,10 @@ def process_rewards(r: np.ndarray, gamma: float = gamma) -> np.ndarray:
 
 
 def advantages(r: np.ndarray, gamma: float = gamma) -> tuple[np.ndarray, str | None]:
-    """A game's advantages: its returns standardised to mean 0 and standard deviation 1,
-    as ``(adv, None)``. Where the returns are all equal (a game cut short before any point)
-    2016 divided by zero into NaN weights; here they are zeros, and the note says why (as
-    where their spread is not finite).
+    """A game's advantages, ``(adv, note)``: its discounted returns standardised to mean 0 and
+    standard deviation 1, and ``note`` None. Where they cannot be (all equal, as in a game cut
+    short before any point, where 2016 divided by zero into NaN weights; or a spread that is
+    not finite), ``adv`` is zeros and ``note`` says why.
 
     Example:
         >>> adv, note = advantages(np.array([0.0, 1.0]), gamma=0.5)

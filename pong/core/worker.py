@@ -32,9 +32,9 @@ def game_seed(seed: int, update: int, index: int) -> np.random.SeedSequence:
 
 
 def game_randomness(seed: np.random.SeedSequence | int | None) -> tuple[np.random.Generator, int]:
-    """A game's action draws and its env's reset seed, from ``seed``'s first two children:
-    those ``seed.spawn(2)`` gives, built from their spawn keys instead, since ``spawn`` counts
-    its calls: a seed used again (a game replayed) gives the same two."""
+    """A game's action draws and its env's reset seed: the two children ``seed.spawn(2)``
+    would give a fresh ``seed``, built from their spawn keys, so that a seed used again (a game
+    replayed) gives the same two (``spawn`` counts its calls, and would give new ones)."""
     if not isinstance(seed, np.random.SeedSequence):
         seed = np.random.SeedSequence(seed)
     action_seed, reset_seed = (
