@@ -165,35 +165,35 @@ class Dealer:
         return min(due)
 
     def take(self, ref: ray.ObjectRef) -> tuple[int | None, Result | None]:
-        """``(index, result)`` where ``ref``'s reply is a game's first result, else ``(None,
-        None)``. The game is marked done, and backups that fell due are dealt, before the fetch:
-        a slow link delays no other game. The slower copy's gradient is fetched too: only
-        ``ray.get`` tells a result from a lost worker."""
+        """``(index, result)`` where ``ref``'s reply is the first result of a game of this
+        update, else ``(None, None)``: a worker lost (its game dealt again), a game given up
+        (dealt again), a ``describe`` (the worker is up), a slower copy or an earlier update's
+        (its worker is free). The game is marked done, and backups that fell due are dealt,
+        before the fetch: a slow link delays no other game. The slower copy's gradient is
+        fetched too: only ``ray.get`` tells a result from a lost worker."""
         call = self.calls.pop(ref)
-        counted = self._current(call)
-        if counted:  # done first: the deal backs up other games, not this one
+        first = self._current(call)  # the first copy of its game to reply, unless it was lost
+        if first:  # done first: the deal backs up other games, not this one
             self.done.add(call.index)
             self.deal()
         try:
             reply = ray.get(ref)
         except ray.exceptions.RayActorError as e:  # its process or node was lost
-            if counted:
+            if first:
                 self.done.discard(call.index)
             self._lost(call, e)
             return None, None
         if call.index is None:
             self._came_up(call.worker, reply)
-        elif counted:
+        elif first:
             return self._counted(call, reply)
-        elif (
-            self.status[call.worker] == "playing"
-        ):  # a copy of a game done, or of an earlier update
+        elif self.status[call.worker] == "playing":  # a slower copy, or an earlier update's
             self.status[call.worker] = "free"
         return None, None
 
     def _counted(self, call: Call, reply: Result | None) -> tuple[int | None, Result | None]:
-        """The first reply of a copy of game ``call.index``: its result, the other copy told to
-        stop; or, if the copy gave the game up, the game dealt again."""
+        """The first reply of a copy of game ``call.index``: its result, the other copy
+        abandoned; or, if the copy gave the game up, the game dealt again."""
         worker, index = call.worker, call.index
         self.status[worker] = "free"
         # None only where this update was stopped mid-way and started again under its number:
