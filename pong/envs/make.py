@@ -31,13 +31,16 @@ def check_id(env_id: str) -> None:
 
 
 def check_goal(env_id: str, until_mean: float | None) -> None:
-    """A one-line ``ValueError`` for a running mean to pass that no game of ``env_id`` reaches:
-    Pong's 21 points, the toy's ``POINTS`` balls."""
+    """A one-line ``ValueError`` for a running mean to pass that no game of ``env_id`` reaches
+    (Pong's 21 points, the toy's ``POINTS`` balls), or that every one is above."""
     best = toy.POINTS if env_id == toy.ENV_ID else 21
     if until_mean is not None and until_mean >= best:
         raise ValueError(
             f"a game of {env_id} scores at most {best}, so no running mean is above {until_mean:g}"
         )
+    if until_mean is not None and until_mean < -best:
+        raise ValueError(f"a game of {env_id} scores at least {-best}, so every running mean is"
+                         f" above {until_mean:g}")  # fmt: skip
 
 
 def make_env(env_id: str = DEFAULT_ENV) -> gym.Env:

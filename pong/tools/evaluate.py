@@ -67,12 +67,12 @@ def evaluate(options: Evaluation, env_id: str | None = None, seed: int | None = 
         if record is None:
             report(play_games(model, env_id, games, seed), seed, scores)
         else:  # written as played; a stop or a full disk leaves any old GIF whole
-            with writing(record, "no recording was kept"), atomic_write(record) as f:
+            with writing(record, "it is as it was"), atomic_write(record) as f:
                 gif = GifWriter(f, FRAME_SECONDS)
                 report(play_games(model, env_id, games, seed, gif.add), seed, scores)
                 gif.close()
-    except KeyboardInterrupt:  # the games played are said, and that the GIF was not kept
-        kept = "" if record is None else f"; no recording was kept in {record}"
+    except KeyboardInterrupt:  # the games played are said, and that the GIF was not written
+        kept = "" if record is None else f"; nothing was written to {record} (it is as it was)"
         say(f"Stopped after {len(scores)} of {games} game{'s' * (games != 1)}{kept}")
         if scores:
             _mean(scores)

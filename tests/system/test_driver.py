@@ -77,12 +77,18 @@ def test_bad_flags_give_one_line_and_exit_2(argv, message, capsys) -> None:
 def test_a_running_mean_the_env_never_reaches_is_one_line_and_starts_no_ray(
     env, most, capsys
 ) -> None:
-    """The toy's game scores at most 5 (--until-mean=10 had trained until Ctrl-C), Pong's 21."""
+    """The toy's game scores at most 5 (--until-mean=10 had trained until Ctrl-C), Pong's 21;
+    and at least -5 and -21 (--until-mean=-30 stopped after one update)."""
     assert driver.main([f"--env={env}", f"--until-mean={most}"]) == 2
     err = capsys.readouterr().err
     assert err == (
         f"driver.py: error: --until-mean: a game of {env} scores at most {most}, so no"
         f" running mean is above {most}\n"
+    )
+    assert driver.main([f"--env={env}", f"--until-mean={-most - 0.5}"]) == 2
+    assert capsys.readouterr().err == (
+        f"driver.py: error: --until-mean: a game of {env} scores at least {-most}, so every"
+        f" running mean is above {-most - 0.5:g}\n"
     )
 
 

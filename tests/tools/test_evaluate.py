@@ -194,7 +194,7 @@ def test_a_ctrl_c_says_the_games_played_and_keeps_the_old_gif(tmp_path, capsys, 
     out = capsys.readouterr().out.splitlines()
     assert out[-3:] == [
         "Game 2 (seed 6): lost 1-4 in 90 steps",
-        f"Stopped after 2 of 4 games; no recording was kept in {gif}",
+        f"Stopped after 2 of 4 games; nothing was written to {gif} (it is as it was)",
         "Mean score +1.00 (standard deviation 4.00) over 2 games; won 1",
     ], out
     assert gif.read_bytes() == b"an older recording"
