@@ -9,6 +9,7 @@ import sys
 
 import ray
 
+from pong.core.state import State
 from pong.core.train import Trainer, Update
 from pong.run.cluster import joined
 from pong.run.config import Options
@@ -75,11 +76,12 @@ def batch_line(update: Update, trainer: Trainer) -> str:
 
 
 def farewell(
-    run: Run, trainer: Trainer, first: int, address=None, until_mean=None, script="driver.py",
-    updates: int | None = None,
+    run: Run, trainer: Trainer | State, first: int, address=None, until_mean=None,
+    script="driver.py", updates: int | None = None,
 ) -> str:  # fmt: skip
-    """The last line: what the run did and, once saved, how to continue it (on the cluster at
-    ``address``, with ``script``, to ``until_mean``, for what is left of ``updates``)."""
+    """The last line: what the run did (``trainer``'s counts) and, once saved, how to continue
+    it (on the cluster at ``address``, with ``script``, to ``until_mean``, for what is left of
+    ``updates``)."""
     n, best = trainer.updates, trainer.best_running_mean
     line = f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.games} games"
     line += "" if best is None else f", best running mean {best:.2f}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from pong.core.state import State
 from pong.core.train import Trainer, Update
 from pong.run.cluster import ClusterError
 from pong.run.config import Options, hyperparameters
@@ -60,9 +61,11 @@ def train(
     finally:
         stops.ending = True  # the last save: a stop from here on is only counted
         run.close(trainer)
-        if trainer is not None:
-            done = farewell(run, trainer, first, address, options.until_mean, script, updates)
-            error = sys.exc_info()[0]
+        error = sys.exc_info()[0]
+        # Stopped while the workers started: the counts are the checkpoint's, or none
+        counts = trainer or run.saved or State({}, {}, 0, 0, 0, None, None)
+        if trainer is not None or error is KeyboardInterrupt:
+            done = farewell(run, counts, first, address, options.until_mean, script, updates)
             if error is KeyboardInterrupt:  # printed last, after Ray's own lines
                 stops.last_line = done
             elif error is None or run.kept:  # a failure that kept nothing: its line says so

@@ -28,6 +28,7 @@ from tests.helpers import (
     catches,
     free_port,
     processes,
+    rows_of,
     run_driver,
     spawn_driver,
     stop_processes_of,
@@ -655,6 +656,42 @@ def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code,
     assert f"Interrupted by {sig.name}" in err and "Traceback" not in err, err
     assert left == [], "Ray processes outlived the driver"
     assert not run.exists()  # nothing was trained, so nothing was kept
+
+
+def test_a_stop_while_the_workers_start_ends_with_the_done_line(tmp_path, monkeypatch) -> None:
+    """A Ctrl-C after the run directory's line but before the workers were up said only
+    'Interrupted' (a newcomer's find): the last line says what was kept, as after an update."""
+    from pong.run import training
+    from pong.run.config import Options
+    from pong.run.directory import Run
+    from pong.run.stops import Stops
+
+    def stopped_while_starting(**_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "Trainer", stopped_while_starting)
+    config, lines = Config(env=TOY.env, seed=1), []
+    for saved in (None, replace(make_checkpoint(), config=config)):
+        run_dir = tmp_path / f"run{len(lines)}"
+        if saved is None:
+            run = Run.start(run_dir, config, 1)
+        else:  # a resumed run, stopped as it starts again
+            run_dir.mkdir()
+            save(run_dir / FILENAME, saved)
+            rows_of(run_dir, saved)
+            run = Run.resume(run_dir, {}, 1)
+        run.open()
+        stops = Stops()
+        with pytest.raises(KeyboardInterrupt):
+            training.train(run, Options(), stops)
+        lines.append(stops.last_line)
+    assert (
+        lines[0]
+        == "Done: 0 updates (0 in this run), 0 games; no update finished, so nothing was saved"
+    )
+    assert lines[1].startswith("Done: 7 updates (0 in this run), 70 games, best running mean")
+    assert f"--resume {shlex.quote(str(tmp_path / 'run1'))}" in lines[1], lines[1]
+    assert not (tmp_path / "run0").exists()  # nothing was kept
 
 
 @pytest.mark.ray
