@@ -23,7 +23,7 @@ from safetensors import SafetensorError
 from pong.core.model import D, H
 from pong.core.state import State
 from pong.run.config import Config, stored
-from pong.run.errors import UsageError, command, first_line
+from pong.run.errors import UsageError, command, first_line, printable
 from pong.run.files import NotRegularError, PathLike, atomic_write, open_file
 
 __all__ = ["FILENAME", "Checkpoint", "CheckpointError", "decode", "encode", "load", "save"]
@@ -125,6 +125,8 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
             why = " (a sweep: name one of its trials)"
         elif not policy and (path / POLICY_FILENAME).is_file():  # a shared agent's
             why = f" (it holds a policy file; to train it on: {command('--start-from', path)})"
+        elif (inside := runs_of([path])) != [path]:  # runs/, say
+            why = f" (a folder of runs: name one, such as {printable(inside[0])})"
     if path.is_dir():  # a run directory, or a link to one
         shared = policy and not (path / FILENAME).exists() and (path / POLICY_FILENAME).exists()
         path = path / (POLICY_FILENAME if shared else FILENAME)
@@ -144,9 +146,12 @@ def decode(data: bytes, path: PathLike, *, policy: bool = False) -> Checkpoint:
     """The checkpoint in ``data``, a safetensors file's bytes (``path`` names it in errors)."""
     length = int.from_bytes(data[:8], "little")
     if len(data) < 8:
-        problem = f"not a safetensors file ({len(data)} bytes long)"
+        problem = f"not a checkpoint or policy (not a safetensors file: {len(data)} bytes long)"
     elif 8 + length > len(data) and length > MAX_HEADER_BYTES:  # text, say: no length at its start
-        problem = "not a safetensors file (its first 8 bytes give a header longer than the file)"
+        problem = (
+            "not a checkpoint or policy (not a safetensors file: its first 8 bytes give a header"
+            " longer than the file)"
+        )
     elif 8 + length > len(data):
         problem = f"damaged (its header claims {length:,} bytes; the file has {len(data):,})"
     elif length > MAX_HEADER_BYTES:  # of the JSON header: none of ours is so long

@@ -193,10 +193,11 @@ def _damaged(tmp_path, kind: str):
         ("empty directory", "no such checkpoint file"),
         (
             "not safetensors",
-            r"not a safetensors file \(its first 8 bytes give a header longer than the file\)",
+            r"not a checkpoint or policy \(not a safetensors file: its first 8 bytes give a header"
+            r" longer than the file\)",
         ),
         ("truncated", r"not a readable safetensors file"),
-        ("empty", r"not a safetensors file \(0 bytes long\)"),
+        ("empty", r"not a checkpoint or policy \(not a safetensors file: 0 bytes long\)"),
         ("huge header length", r"first 8 bytes give a header longer than the file"),
         ("header past the end", r"damaged \(its header claims [\d,]+ bytes; the file has"),
         ("offsets overlap", "not a readable safetensors file"),
@@ -210,7 +211,7 @@ def _damaged(tmp_path, kind: str):
         ("huge metadata", r"a header of 70,\d+ bytes, more than 65,536"),
         ("long metadata value", r"metadata 'note': expected a text of at most 200 characters"),
         ("no metadata", r"not a pong checkpoint \(its header has no metadata\)"),
-        ("old npz", r"not a safetensors file \(its first 8 bytes give a header longer than the"),
+        ("old npz", r"not a safetensors file: its first 8 bytes give a header longer than the"),
         ("oversized", r"34,603,008 bytes, more than the 33,554,432 \(32 MiB\) such a file can"),
     ],
 )
@@ -334,6 +335,19 @@ def test_a_shared_agent_s_directory_stands_for_its_policy_file_where_weights_wil
     assert str(e.value).endswith(f"(it holds a policy file; to train it on: {again})")
     save(tmp_path / FILENAME, make_checkpoint(2))
     assert load(tmp_path, policy=True).config.seed == 2  # the run's own checkpoint
+
+
+def test_a_folder_of_runs_is_named_as_one(tmp_path) -> None:
+    """--resume runs (the parent folder) said only that it holds no checkpoint (a newcomer's
+    find): it names a run in it, as a sweep's directory names its trials."""
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "updates.csv").write_text("update\n")
+    with pytest.raises(CheckpointError) as e:
+        load(tmp_path)
+    assert str(e.value) == (
+        f"{tmp_path / FILENAME}: no such checkpoint file (a folder of runs: name one, such as"
+        f" {tmp_path / 'b'})"
+    )
 
 
 def test_the_shipped_policy_loads_as_safetensors_reads_it() -> None:

@@ -309,7 +309,8 @@ def test_until_mean_stops_at_the_first_update_above_it_and_a_resume_past_it_is_r
         (["--resume", "{tmp}/nowhere"], "--resume: {tmp}/nowhere/checkpoint.safetensors: no such"),
         (
             ["--resume", "{tmp}/junk"],
-            "--resume: {tmp}/junk/checkpoint.safetensors: not a safetensors file (7 bytes long)",
+            "--resume: {tmp}/junk/checkpoint.safetensors: not a checkpoint or policy (not a"
+            " safetensors file: 7 bytes long)",
         ),
         (
             ["--resume", "{tmp}/copy.safetensors"],
@@ -524,7 +525,7 @@ def test_a_file_that_is_no_checkpoint_is_not_said_to_be_loadable_unsafely(tmp_pa
     (tmp_path / "notes.txt").write_text("hello")
     assert driver.main(["--evaluate", str(tmp_path / "notes.txt")]) == 2
     err = capsys.readouterr().err
-    assert "not a safetensors file (5 bytes long)" in err and "unsafely" not in err
+    assert "not a safetensors file: 5 bytes long" in err and "unsafely" not in err
 
 
 @pytest.mark.ray
@@ -739,6 +740,6 @@ def test_start_from_is_refused_with_resume_and_for_a_bad_file(tmp_path, capsys) 
     assert driver.main(["--start-from", str(tmp_path / "notes.txt")]) == 2
     err = capsys.readouterr().err
     assert err == (
-        f"driver.py: error: --start-from: {tmp_path / 'notes.txt'}: not a safetensors file"
-        " (5 bytes long)\n"
+        f"driver.py: error: --start-from: {tmp_path / 'notes.txt'}: not a checkpoint or policy"
+        " (not a safetensors file: 5 bytes long)\n"
     )
