@@ -186,7 +186,12 @@ class Evaluation:
         1,
         flags=GAMES_FLAGS,
     )
-    record: Path | None = setting(path, "also write the games as a GIF", None, "FILE.gif")
+    record: Path | None = setting(
+        path,
+        "also write the games as a GIF (replacing FILE.gif, once written whole)",
+        None,
+        "FILE.gif",
+    )
 
 
 def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type) -> None:

@@ -198,7 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="draw instead the W1 rows of a run directory's checkpoint, a checkpoint or a policy"
         " file as 80 x 80 images (into RUN_DIR/weights.png, or NAME-weights.png beside a file)",
     )
-    out = "default for one run: RUN_DIR/learning_curve.png; needed for several"
+    out = "replaced if it exists (default for one run: RUN_DIR/learning_curve.png; needed for"
+    out += " several)"
     add("--output", type=png, metavar="FILE.png", help=out)
     add(*GAMES_FLAGS, type=positive_int, metavar="N", help="of several runs, the first N games")
     args = parser.parse_args(argv)
