@@ -291,7 +291,7 @@ def started(pid: int) -> int | None:
 
 def rows_of(run_dir: Path, checkpoint) -> None:
     """The metrics of a run that saved ``checkpoint``, for a test that makes one alone: a row
-    per update, the last with its games and steps, and a row per game."""
+    per update, the last with its games, steps and running mean, and a row per game."""
     from pong.run.metrics import MetricsLog
 
     log, updates, done = MetricsLog(run_dir), checkpoint.updates, 0
@@ -299,6 +299,8 @@ def rows_of(run_dir: Path, checkpoint) -> None:
         games, steps = checkpoint.games * n // updates, checkpoint.steps * n // updates
         row = dict(update=n, games=games, steps=steps, seconds=1.0, steps_per_s=1.0)
         row |= dict.fromkeys(("running_mean", "score_mean", "score_min", "score_max"), -21.0)
+        if n == updates and checkpoint.running_mean is not None:
+            row["running_mean"] = checkpoint.running_mean
         played = [dict(game=g, update=n, score=-21.0, steps=1) for g in range(done + 1, games + 1)]
         log.write(row, played)
         done = games

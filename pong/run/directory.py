@@ -203,7 +203,7 @@ class Run:
             raise UsageError(f"{self.checkpoint_path} changed since it was read; try again")
         else:  # drops the rows of updates the checkpoint lacks, before Ray starts
             with writing(self.directory / UPDATES, "the metrics were left as they were"):
-                totals = self.saved.games, self.saved.steps
+                totals = self.saved.games, self.saved.steps, self.saved.running_mean
                 self.metrics = MetricsLog(self.opened, after=self.saved.updates, totals=totals)
 
     def _check_empty(self) -> None:

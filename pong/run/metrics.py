@@ -146,19 +146,21 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> tuple:
 
 
 def _check_totals(path: Path, after: int, totals: tuple[int, int], held: dict) -> None:
-    """The rows kept agree with the checkpoint of update ``after`` (its games and steps): a
-    hand-edited checkpoint or rows cut from the end are said now, not as a hole at the next
-    resume. ``held``: each file's rows kept and the last of them, the row of ``after``."""
+    """The rows kept agree with the checkpoint of update ``after`` (its games, steps and
+    running mean): a hand-edited checkpoint or rows cut from the end are said now, not as a hole
+    at the next resume. ``held``: each file's rows kept and the last of them, ``after``'s."""
     (_, last), (rows, _) = held[UPDATES], held[GAMES]
     if last is None:  # a checkpoint of update 0: nothing played yet
         return
-    (games, steps), said = totals, (int(last["games"]), int(last["steps"]))
-    if (*said, rows) != (games, steps, games):
+    (games, steps, mean), said = totals, (int(last["games"]), int(last["steps"]))
+    same_mean = mean is None or math.isclose(float(last["running_mean"]), mean, abs_tol=1e-9)
+    if (*said, rows) != (games, steps, games) or not same_mean:
         raise MetricsFileError(
-            f"{printable(path)}: the checkpoint holds {games:,} games and {steps:,} steps at"
-            f" update {after:,}, but {UPDATES} says {said[0]:,} and {said[1]:,}, and {GAMES} has"
-            f" {rows:,} rows; were the files edited, or is the checkpoint another run's?"
-            " (--start-from trains its weights in a new run)"
+            f"{printable(path)}: the checkpoint holds {games:,} games, {steps:,} steps and"
+            f" running mean {mean if mean is None else round(mean, 4)} at update {after:,}, but"
+            f" {UPDATES} says {said[0]:,}, {said[1]:,} and {round(float(last['running_mean']), 4)},"
+            f" and {GAMES} has {rows:,} rows; were the files edited, or is the checkpoint another"
+            " run's? (--start-from trains its weights in a new run)"
         )
 
 

@@ -320,21 +320,24 @@ def test_a_resume_checks_the_rows_of_its_update_against_the_checkpoint_s_totals(
     for update in (1, 2, 3):
         log.write(_row(update), _games(update))
     log.close()
-    MetricsLog(tmp_path, after=2, totals=(4, 1800)).close()  # its files' own: update 3 dropped
-    for totals in ((5, 1800), (4, 1801)):
-        with pytest.raises(UsageError, match=r"the checkpoint holds [45] games and 1,80[01] steps"
-                           r" at update 2, but updates.csv says 4 and 1,800, and games.csv"
-                           r" has 4 rows; were the files edited"):  # fmt: skip
+    MetricsLog(tmp_path, after=2, totals=(4, 1800, -20.5)).close()  # its own: update 3 dropped
+    for totals in ((5, 1800, -20.5), (4, 1801, -20.5), (4, 1800, -5.0)):  # a running mean too
+        with pytest.raises(UsageError, match=r"the checkpoint holds [45] games, 1,80[01] steps"
+                           r" and running mean -(20.5|5.0) at update 2, but updates.csv says 4,"
+                           r" 1,800 and -20.5, and games.csv has 4 rows; were the files"
+                           r" edited"):  # fmt: skip
             MetricsLog(tmp_path, after=2, totals=totals)
     games = (tmp_path / GAMES).read_text().splitlines(keepends=True)
     (tmp_path / GAMES).write_text("".join(games[:-1]))  # game 4, update 2's last, cut off
     files = {name: (tmp_path / name).read_text() for name in (UPDATES, GAMES)}
-    with pytest.raises(UsageError, match=r"updates.csv says 4 and 1,800, and games.csv has 3"):
-        MetricsLog(tmp_path, after=2, totals=(4, 1800))
+    with pytest.raises(
+        UsageError, match=r"updates.csv says 4, 1,800 and -20.5, and games.csv has 3"
+    ):
+        MetricsLog(tmp_path, after=2, totals=(4, 1800, -20.5))
     assert {name: (tmp_path / name).read_text() for name in files} == files  # none written
     (tmp_path / UPDATES).write_text("".join(files[UPDATES].splitlines(keepends=True)[:2]))
     with pytest.raises(UsageError, match="updates.csv: ends at update 1, but the checkpoint"):
-        MetricsLog(tmp_path, after=2, totals=(4, 1800))  # no save follows rows not written
+        MetricsLog(tmp_path, after=2, totals=(4, 1800, -20.5))  # no save follows rows not written
 
 
 @pytest.mark.parametrize(
