@@ -4,15 +4,15 @@ except that ``train`` hands the dealing of games to ``schedule``, the last chapt
 
 The maths, as 2016 wrote it:
 
-- ``preprocess``: an RGB frame -> 6400 inputs; a game's frames as the pixels that changed.
+- ``preprocess``: an RGB frame -> 6400 inputs of 0 or 1.
 - ``rewards``: discounted returns, reset at each point, and advantages.
 - ``model``: the network: its forward and backward passes, and RMSProp.
 - ``reference``: a game played and stored as 2016 did, and its gradient.
 
 The fast path, which the tests check against ``reference``, and Ray's loop:
 
-- ``rollout``: the same game played and stored sparsely, and its gradient, by the network's
-  passes on the few inputs that are not 0.
+- ``rollout``: the same game played and stored sparsely (its frames read as the pixels that
+  changed), and its gradient, by the network's passes on the few inputs that are not 0.
 - ``worker``: ``RolloutWorker``, the Ray actor that plays games, and each game's seed.
 - ``state`` and ``train``: what a checkpoint holds, and Ray's update loop: start the workers,
   get each game's gradient, add them in game order, apply RMSProp once.

@@ -5,17 +5,17 @@
 from __future__ import annotations
 
 from array import array
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import gymnasium as gym
 import numpy as np
 
 from pong.core.model import DOWN, UP, D, H, Model, sigmoid
-from pong.core.preprocess import frames_of
+from pong.core.preprocess import binarize
 from pong.core.rewards import advantages
 
-__all__ = ["SparseGame", "SparseGrad", "game_gradient", "play_game", "policy_backward_sparse"]
-__all__ += ["policy_forward_sparse"]
+__all__ = ["Frames", "GymFrames", "SparseGame", "SparseGrad", "frames_of", "game_gradient"]
+__all__ += ["play_game", "policy_backward_sparse", "policy_forward_sparse"]
 
 STOP_EVERY = 256  # steps between asking whether a game is still wanted (~130 ms on a core)
 BACKWARD_CHUNK = 64  # steps per block of the sparse backward pass: a block's memory stays small
@@ -55,6 +55,64 @@ def policy_forward_sparse(
     h = model.weights["W1"][:, changed] @ delta  # (H,): only the columns of the changed pixels
     np.maximum(h, 0, out=h)  # ReLU, in place
     return sigmoid(float(model.weights["W2"] @ h)), h
+
+
+# A game's frames, read as the pixels whose 0 or 1 changed each step: the non-zero entries of
+# 2016's difference frame ``preprocess(now) - preprocess(before)``, without the 6400 floats.
+
+
+class Frames(Protocol):
+    """A game's frames, binarized, step by step: ``GymFrames``, or an env's faster equal."""
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        """Start a game; its first frame, binarized: (6400,) bool."""
+
+    def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
+        """``(changed, arrived, reward, done)`` for one action: the sorted pixels whose
+        boolean changed, their new values (True: an object arrived), the step's reward, and
+        whether the game ended."""
+
+
+class GymFrames:
+    """Steps ``env`` through Gymnasium and binarizes each observation: any env or wrapper.
+
+    Example:
+        >>> import ale_py, gymnasium as gym
+        >>> gym.register_envs(ale_py)
+        >>> frames = GymFrames(gym.make("ALE/Pong-v5"))
+        >>> first = frames.reset(seed=0)
+        >>> first.shape, first.dtype
+        ((6400,), dtype('bool'))
+        >>> changed, arrived, reward, done = frames.step(0)
+        >>> bool((frames.frame[changed] == arrived).all() and (first[changed] != arrived).all())
+        True
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        self.env = env
+        self.frame = np.zeros(0, dtype=bool)  # the last frame, binarized
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        """Start a game; its first frame, binarized: (6400,) bool."""
+        observation, _ = self.env.reset(seed=seed)
+        self.frame = binarize(observation)
+        return self.frame
+
+    def step(self, action: int) -> tuple[np.ndarray, np.ndarray, float, bool]:
+        """``Frames.step``."""
+        observation, reward, terminated, truncated, _ = self.env.step(action)
+        frame = binarize(observation)
+        changed = np.flatnonzero(frame != self.frame)
+        self.frame = frame
+        return changed, frame[changed], float(reward), bool(terminated or truncated)
+
+
+def frames_of(env: gym.Env) -> Frames:
+    """``env.fast_frames()``, where ``env`` offers a faster reader of the same frames (as
+    ``pong.envs`` gives Atari Pong), else ``GymFrames(env)``. A wrapper hides it: what the
+    wrapper sees (a recorder, say) is then what is read."""
+    fast = getattr(env, "fast_frames", None)
+    return fast() if callable(fast) else GymFrames(env)
 
 
 def play_game(
@@ -142,8 +200,8 @@ def policy_backward_sparse(model: Model, game: SparseGame, weighted: np.ndarray)
     (stored transposed: ``GT``, (K, H)). ``policy_backward``'s ``dh``, zeroed where off,
     gives ``dW1[j] = (dh.T @ epx)[j] = W2[j] * G[j]``; and since ``eph[t, j] = W1[j] . x_t``
     where on, ``dW2[j] = sum_t weighted[t] * eph[t, j] = W1[j] . G[j]``. So only the ReLU
-    pattern is needed, and ``G`` is summed ``BACKWARD_CHUNK`` steps at a time over the
-    pixels they touch.
+    pattern is needed. Densely, ``GT = epx[:, columns].T @ (weighted[:, None] * on)``; here
+    it is summed ``BACKWARD_CHUNK`` steps at a time over the pixels they touch.
     """
     W1, W2 = model.weights["W1"], model.weights["W2"]
     weighted = np.asarray(weighted, dtype=np.float64).ravel()

@@ -120,8 +120,8 @@ class Dealer:
     def start(self, number: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
         """Deal update ``number``'s first games. A copy of an earlier update's game still in
         flight (the slower of a game's two copies, first or backup) is abandoned and never
-        counted; one of an update stopped mid-way and started again has its number, plays the
-        same game and counts."""
+        counted; one of an update stopped mid-way and started again (a Ctrl-C in a notebook's
+        ``Trainer.update``, say) has its number, plays the same game and counts."""
         for call in list(self.calls.values()):  # its reply will only free its worker
             if call.index is not None and call.update != number:
                 self.workers[call.worker].abandon.remote(call.copy)

@@ -27,7 +27,9 @@ WORKER_MEMORY = 72 * 2**20
 
 def game_seed(seed: int, update: int, index: int) -> np.random.SeedSequence:
     """The seed of game ``index`` (from 0) of update ``update`` (from 1) of a run's ``seed``:
-    spawn key ``(update, index)``, unlike every other game's and the weights' (``(0,)``)."""
+    spawn key ``(update, index)``, unlike every other game's and the weights' (``(0,)``, in
+    ``Trainer``). Its children: ``(update, index, 0)`` draws the actions, ``(update, index,
+    1)`` seeds the env's reset (``game_randomness``)."""
     return np.random.SeedSequence(seed, spawn_key=(update, index))
 
 

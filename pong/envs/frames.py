@@ -1,6 +1,6 @@
 """The emulator's fast path to the frames the policy sees, for ale-py's Atari envs.
 
-``AleFrames`` is ``pong.core.preprocess.GymFrames`` without RGB conversion or wrappers: it steps
+``AleFrames`` is ``pong.core.rollout.GymFrames`` without RGB conversion or wrappers: it steps
 ALE as ``AtariEnv.step`` does and reads palette indices, ``is_object`` a table over them, learned
 from the RGB screen as each index first appears and looked up only where an index changed."""
 

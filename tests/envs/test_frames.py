@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from pong.core.model import DOWN, UP
-from pong.core.preprocess import GymFrames, binarize, frames_of
+from pong.core.preprocess import binarize
+from pong.core.rollout import GymFrames, frames_of
 from pong.envs.frames import UNKNOWN, AleFrames, FastFrames, with_fast_frames
 from pong.envs.make import make_env
 
