@@ -312,6 +312,18 @@ def test_the_second_drop_s_first_game_is_the_long_drop_policy_s() -> None:
     assert (int(game.epr.sum()), len(game.epr)) == (int(float(first["score"])), int(first["steps"]))
 
 
+def test_the_curve_of_the_runs_after_the_fast_agent_is_described_by_their_rows() -> None:
+    """RESULTS.md's words beside docs/after_fast_agent.png: first scores and last means."""
+    runs = [LONG_DROP, DROP[1], BATCH_20, SECOND_DROP]
+    firsts = [float(_rows(r / "games.csv")[0]["score"]) for r in runs]
+    lasts = [float(_rows(r / "updates.csv")[-1]["running_mean"]) for r in runs]
+    text = RESULTS_MD.replace("\n", " ")
+    assert f"first game's score ({min(firsts):+.0f} to {max(firsts):+.0f} here)" in text
+    assert f"they end at {min(lasts):+.2f} to {max(lasts):+.2f}:" in text
+    names = " ".join(str(r.relative_to(ROOT)) for r in runs)
+    assert f"plot {names} --output docs/after_fast_agent.png" in text
+
+
 def _evaluation(run, name="evaluation.txt") -> tuple[str, list[re.Match], str]:
     first, *games, last = (run / name).read_text().splitlines()
     return first, [GAME.fullmatch(line) for line in games], last
