@@ -28,8 +28,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.common import machine, table  # noqa: E402
 from pong.core.model import DOWN, UP, Model  # noqa: E402
-from pong.core.rollout import frames_of  # noqa: E402
-from pong.core.rollout import policy_forward_sparse  # noqa: E402
+from pong.core.rollout import frames_of, policy_forward_sparse  # noqa: E402
 from pong.envs.make import make_env  # noqa: E402
 
 PARTS = ("policy", "store", "emulator", "frame")
