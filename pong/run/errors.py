@@ -51,7 +51,8 @@ def quiet_when_piped(main: Callable[[], int], prog: str) -> NoReturn:
             code = main()
         except SystemExit as e:  # argparse's, after --help: that output is flushed here too
             code = e.code
-        sys.stdout.flush()  # here, not at exit, where a failure would be a traceback
+        if sys.stdout is not None:  # None: closed before the start (>&-)
+            sys.stdout.flush()  # here, not at exit, where a failure would be a traceback
     except BrokenPipeError:
         code = output_closed()
     except OSError as e:
@@ -127,7 +128,8 @@ class OneLineParser(argparse.ArgumentParser):
         self.refuse(f"{message} (see --help)")
 
     def print_help(self, file: IO[str] | None = None) -> None:  # argparse's drops write errors
-        (file or sys.stdout).write(self.format_help())
+        if (file := file or sys.stdout) is not None:  # None: stdout closed (>&-)
+            file.write(self.format_help())
 
     def refuse(self, message: str, status: int = 2) -> NoReturn:
         """One line on what is wrong with a file the command line names (--help cannot help)."""

@@ -157,8 +157,8 @@ def _check_totals(path: Path, after: int, totals: tuple[int, int], held: dict) -
     if (*said, rows) != (games, steps, games) or not same_mean:
         raise MetricsFileError(
             f"{printable(path)}: the checkpoint holds {games:,} games, {steps:,} steps and"
-            f" running mean {mean if mean is None else round(mean, 4)} at update {after:,}, but"
-            f" {UPDATES} says {said[0]:,}, {said[1]:,} and {round(float(last['running_mean']), 4)},"
+            f" running mean {mean!r} at update {after:,}, but"
+            f" {UPDATES} says {said[0]:,}, {said[1]:,} and {printable(last['running_mean'])},"
             f" and {GAMES} has {rows:,} rows; were the files edited, or is the checkpoint another"
             " run's? (--start-from trains its weights in a new run)"
         )

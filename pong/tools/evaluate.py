@@ -96,6 +96,6 @@ def report(games: Iterator[Score], seed: int, scores: list[Score] | None = None)
     scores = [] if scores is None else scores
     for game, (won, lost, steps) in enumerate(games):
         outcome = "won" if won > lost else "lost"
+        scores.append((won, lost, steps))  # before the line: a stop after it counts the game
         say(f"Game {game + 1} (seed {seed + game}): {outcome} {won}-{lost} in {steps} steps")
-        scores.append((won, lost, steps))
     return scores

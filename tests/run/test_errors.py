@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 
@@ -67,6 +68,17 @@ def test_a_bad_command_line_is_one_line_naming_the_command(module, argv, capsys)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("python -m pong "), err
     assert err.endswith(" (see --help)\n"), err
+
+
+@pytest.mark.parametrize("command", ["driver.py --help", "-m pong sweep --help"])
+def test_help_with_stdout_closed_is_no_traceback(command) -> None:
+    """``--help >&-`` ended in an AttributeError (a tester's find): with no stdout there is
+    nothing to write, as argparse's own help has it."""
+    done = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(sys.executable)} {command} >&-"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
 
 
 def test_a_closed_stdout_inside_a_file_s_writing_is_not_blamed_on_the_file(tmp_path) -> None:

@@ -177,6 +177,26 @@ def test_a_full_disk_while_recording_is_one_line_and_keeps_the_old_gif(
     assert sorted(p.name for p in tmp_path.iterdir()) == [FILENAME, "game.gif"]  # no leftovers
 
 
+def test_a_ctrl_c_just_after_a_game_s_line_counts_that_game(tmp_path, capsys, monkeypatch):
+    """A stop landing right after the last game's line said 'Stopped after 0 of 1 game' (a
+    tester's find): the game is counted before its line."""
+    _policy(tmp_path / FILENAME, TOY.env)
+    monkeypatch.setattr(evaluate, "play_games", lambda *args, **kwargs: iter([(5, 0, 100)]))
+    said = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        if line.startswith("Game 1 "):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "say", say)
+    assert driver.main(["--evaluate", str(tmp_path), "--games=1", "--seed=5"]) == 130
+    assert said[-2:] == [
+        "Stopped after 1 of 1 game",
+        "Mean score +5.00 (standard deviation 0.00) over 1 game; won 1",
+    ], said
+
+
 def test_a_ctrl_c_says_the_games_played_and_keeps_the_old_gif(tmp_path, capsys, monkeypatch):
     """Ctrl-C in game 3 of 4: the scores of games 1 and 2 and their mean are said, and that
     no recording was kept (it had said nothing of either)."""
