@@ -40,4 +40,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    quiet_when_piped(lambda: main(sys.argv[1:]), "python -m pong")
+    tool = sys.argv[1] if sys.argv[1:2] and sys.argv[1] in TOOLS else ""  # the line names it
+    quiet_when_piped(lambda: main(sys.argv[1:]), f"python -m pong {tool}".rstrip())

@@ -48,7 +48,7 @@ batch_count = bounded(int, POSITIVE_INT, ((lambda n: n <= MAX_BATCH), f"at most 
 seed_number = bounded(int, ((lambda n: 0 <= n <= MAX_SEED), "an integer from 0 to 2**128 - 1"))
 positive_float = bounded(float, POSITIVE)
 below_one = bounded(float, POSITIVE, ((lambda x: x < 1), "a number below 1"))
-finite_float = bounded(float, ((lambda x: -math.inf < x < math.inf), "a number"))
+finite_float = bounded(float, ((lambda x: -math.inf < x < math.inf), "a finite number"))
 
 
 def local_cpus(text: str) -> int:

@@ -45,7 +45,7 @@ def test_output_to_a_full_disk_is_one_line(command, run_dir, tmp_path) -> None:
         )
     assert done.returncode == 1, done.stderr
     assert done.stderr == (
-        f"python -m {command[0]}: error: could not write the output: No space left on device\n"
+        f"python -m pong {command[1]}: error: could not write the output: No space left on device\n"
     )
 
 
