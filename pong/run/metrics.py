@@ -145,7 +145,9 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> tuple:
     return (list(lines.reader.fieldnames) if kept else None), kept, last_kept
 
 
-def _check_totals(path: Path, after: int, totals: tuple[int, int], held: dict) -> None:
+def _check_totals(
+    path: Path, after: int, totals: tuple[int, int, float | None], held: dict
+) -> None:
     """The rows kept agree with the checkpoint of update ``after`` (its games, steps and
     running mean): a hand-edited checkpoint or rows cut from the end are said now, not as a hole
     at the next resume. ``held``: each file's rows kept and the last of them, ``after``'s."""
