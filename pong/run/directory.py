@@ -94,7 +94,8 @@ class Run:
         self.board: Board | None = None  # TensorBoard's events, opened with them too
         self.lock: IO[str] | None = None
         self.opened: Directory | None = None  # opened once: no link below it is followed
-        self.made = False  # this run made the directory (removed again if left empty)
+        self.made: list[Path] = []  # the directories this run made, deepest first, and
+        self.made_lock = False  # its lock file: removed again where it wrote nothing else
 
     @classmethod
     def start(
@@ -142,6 +143,16 @@ class Run:
         """The run saved in ``path`` (its checkpoint or its directory), with its settings; a
         ``UsageError`` if the checkpoint cannot be used or one of ``flags`` contradicts it."""
         kept_after_the_job(path, "--resume")
+        if sweep := _sweep_of(path):  # its trials' runs are the sweep's to train on
+            what = "a sweep" if sweep == path else f"in the sweep {printable(sweep)}"
+            again, copy = (
+                command(flag, sweep, module="pong sweep") for flag in ("--resume", "--download")
+            )
+            raise UsageError(
+                f"--resume: {printable(path)} is {what} ({again} continues its trials); to"
+                f" continue one alone, copy the runs out first ({copy} DEST), then --resume"
+                " DEST/NAME"
+            )
         if path.is_file() and path.name != FILENAME:  # a copy: training on would rewind its run
             _load("--resume", path, policy=True)  # hint at --start-from only for weights
             raise UsageError(
@@ -183,8 +194,9 @@ class Run:
         if self.directory.exists() and not self.directory.is_dir():
             raise UsageError(f"run directory {self.directory} is a file, not a directory")
         try:
-            self.made = not self.directory.exists()
+            self.made = [p for p in (self.directory, *self.directory.parents) if not p.exists()]
             self.opened = Directory.open(self.directory, create=True)
+            self.made_lock = self.opened.lstat(LOCK) is None
             self.lock = lock(self.opened)
             self.opened.remove_stale_temporaries(FILENAME, UPDATES, GAMES)  # a killed driver's
         except OSError as e:
@@ -288,7 +300,8 @@ class Run:
     def close(self, trainer: Trainer | None = None) -> None:
         """Save what the last checkpoint lacks (unless the last update's rows could not be
         written: a checkpoint never runs ahead of its rows), close the files, give the directory
-        up (removed if this run made it and wrote nothing into it). Twice is harmless."""
+        up (its lock and the directories this run made removed if it wrote nothing else).
+        Twice is harmless."""
         if self.metrics is not None:
             self.metrics.close()
             self.metrics = None
@@ -298,14 +311,24 @@ class Run:
             self.board = None
         if trainer is not None and self.saved_at < trainer.updates == self.recorded:
             self.save(trainer)
-        if self.lock is not None and self.made and self.opened.names() == [LOCK]:
+        if self.lock is not None and self.made_lock and self.opened.names() == [LOCK]:
             self.opened.remove(LOCK)
-            with contextlib.suppress(OSError):  # someone put a file in it meanwhile
-                self.directory.rmdir()
+            with contextlib.suppress(OSError):  # someone put a file in one meanwhile
+                for made in self.made:
+                    made.rmdir()
         for handle in (self.lock, self.opened):
             if handle is not None:
                 handle.close()
         self.lock = self.opened = None
+
+
+def _sweep_of(path: Path) -> Path | None:
+    """The sweep directory ``path`` lies in (a trial's, or a trial's checkpoint), if any."""
+    from pong.run.sweep import DEFINITION  # here: the sweep reads runs
+
+    directory = path if path.is_dir() else path.parent
+    found = [p for p in (directory, *directory.parents)[:3] if (p / DEFINITION).is_file()]
+    return found[0] if found else None
 
 
 def saved_stamp(path: Path) -> tuple[int, int] | None:

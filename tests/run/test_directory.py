@@ -113,6 +113,23 @@ def test_resume_keeps_the_run_s_settings_and_refuses_contradicting_flags(tmp_pat
         Run.resume(tmp_path / "nowhere", {}, checkpoint_every=10)
 
 
+@pytest.mark.parametrize(
+    "inside", ["", "t", "t/checkpoint_000002", f"t/checkpoint_000002/{FILENAME}"]
+)
+def test_a_sweep_s_trial_is_not_resumed_in_its_storage_and_copying_it_out_is_said(
+    inside, tmp_path
+) -> None:
+    """The sweep trains its trials on itself: a driver's run there would fork the trial."""
+    from tests.run.test_storage import trial_checkpoint
+
+    trial_checkpoint(tmp_path, "t", 2, 5)
+    (tmp_path / "sweep.json").write_text("{}")
+    what = "a sweep" if not inside else "in the sweep"
+    said = rf"--resume: .* is {what} .*sweep --resume .*; .*sweep --download .* DEST\), then"
+    with pytest.raises(UsageError, match=said):
+        Run.resume(tmp_path / inside, {}, checkpoint_every=10)
+
+
 @pytest.mark.parametrize("counter", ["updates", "steps"])
 def test_a_run_with_no_room_to_count_on_is_refused_before_it_saves_one(tmp_path, counter) -> None:
     """Resumed, it would save a count past what any checkpoint may hold, and then refuse it."""
@@ -237,16 +254,24 @@ def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_last_checkpoint(
     assert load(run.checkpoint_path).updates == 1
 
 
-def test_a_directory_the_run_made_and_left_empty_is_removed_on_close(tmp_path) -> None:
-    run = Run.start(tmp_path / "new", Config(seed=1), checkpoint_every=10)
+def test_the_directories_and_lock_a_run_made_and_left_empty_are_removed_on_close(
+    tmp_path,
+) -> None:
+    run = Run.start(tmp_path / "new" / "sub" / "run", Config(seed=1), checkpoint_every=10)
     run.open()
     run.close()
     run.close()  # twice: harmless
-    assert not (tmp_path / "new").exists()
+    assert list(tmp_path.iterdir()) == []  # new/ and new/sub/ too, not only run/
     kept = Run.start(tmp_path, Config(seed=1), checkpoint_every=10)  # it existed before
     kept.open()
     kept.close()
-    assert tmp_path.is_dir()
+    assert tmp_path.is_dir() and list(tmp_path.iterdir()) == []  # kept, without our lock
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / ".lock").write_text("")  # a lock this run did not make stays
+    other = Run.start(tmp_path / "theirs", Config(seed=1), checkpoint_every=10)
+    other.open()
+    other.close()
+    assert [p.name for p in (tmp_path / "theirs").iterdir()] == [".lock"]
 
 
 def test_in_a_ray_job_runs_go_where_the_job_cannot_take_them(tmp_path, monkeypatch) -> None:
