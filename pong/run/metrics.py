@@ -52,7 +52,8 @@ class MetricsFileError(UsageError, ValueError):
 class MetricsLog:
     """Appends rows to ``updates.csv`` and ``games.csv`` in the run directory ``run_dir``;
     with ``after``, first drops the rows of updates after it (an older run's files take
-    today's names), once they agree with ``totals``, the checkpoint's (games, steps)."""
+    today's names; ``dropped_to``: the last update dropped, else ``None``), once they agree with
+    ``totals``, the checkpoint's (games, steps, running mean)."""
 
     def __init__(
         self, run_dir: Directory | str | os.PathLike, after: int | None = None, totals=None
@@ -62,7 +63,7 @@ class MetricsLog:
             run_dir = self._files.enter_context(closing(Directory.open(Path(run_dir))))
         if run_dir.lstat(GAMES) is None and run_dir.lstat(OLD_GAMES) is not None:
             run_dir.rename(OLD_GAMES, GAMES)
-        held = {}  # each file's rows kept, and the last of them
+        held = {}  # each file's rows kept, the last of them, and the last row's update
         for name, fields in FIELDS.items():
             header, *held[name] = _kept_header(run_dir, name, after)
             f = self._files.enter_context(run_dir.append(name, newline=""))  # never through a link
@@ -74,6 +75,8 @@ class MetricsLog:
         try:  # after each file's own checks, which name a line
             if totals is not None:
                 _check_totals(run_dir.path, after, totals, held)
+            last = held[UPDATES][2]
+            self.dropped_to = last if after is not None and last > after else None
         except MetricsFileError:
             self.close()
             raise
@@ -107,8 +110,8 @@ class MetricsLog:
 def _kept_header(run_dir: Directory, name: str, after: int | None) -> tuple:
     """The columns of the metrics file ``name`` if it holds rows (an older run's may lack
     some), once it is rewritten without the rows of updates after ``after`` or a torn line;
-    how many rows it keeps, and the last of them. Each row is checked as the tools read it, a
-    row at a time: memory stays bounded."""
+    how many rows it keeps, the last of them, and the last row's update. Each row is checked as
+    the tools read it, a row at a time: memory stays bounded."""
     lines, total, kept, last, last_kept = None, 0, 0, 0, None  # last: the last row's update
 
     def keep(row: dict[str, str]) -> bool:
@@ -123,7 +126,7 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> tuple:
                     kept, last_kept = kept + 1, row
         except MetricsFileError:
             if after is None and lines.number == 1:  # not our header: a new run refused rows
-                return None, 0, None
+                return None, 0, None, 0
             raise
     # Each update's rows are written before its save, which a failed write forgoes: rows
     # behind the checkpoint are another run's, or were removed
@@ -135,14 +138,14 @@ def _kept_header(run_dir: Directory, name: str, after: int | None) -> tuple:
             " weights in a new run)"
         )
     if lines is None or lines.reader.fieldnames is None:  # not even a whole header
-        return None, 0, None
+        return None, 0, None, last
     if kept < total or lines.torn or lines.renamed or lines.mended:
         again = _WholeLines(lines.path, lines.opener, after)  # again: the file is ours, locked
         with run_dir.write(name, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=lines.reader.fieldnames)
             writer.writeheader()
             writer.writerows(filter(keep, again.rows()))
-    return (list(lines.reader.fieldnames) if kept else None), kept, last_kept
+    return (list(lines.reader.fieldnames) if kept else None), kept, last_kept, last
 
 
 def _check_totals(
@@ -150,8 +153,8 @@ def _check_totals(
 ) -> None:
     """The rows kept agree with the checkpoint of update ``after`` (its games, steps and
     running mean): a hand-edited checkpoint or rows cut from the end are said now, not as a hole
-    at the next resume. ``held``: each file's rows kept and the last of them, ``after``'s."""
-    (_, last), (rows, _) = held[UPDATES], held[GAMES]
+    at the next resume. ``held``: each file's ``_kept_header``, past its header."""
+    (_, last, _), (rows, _, _) = held[UPDATES], held[GAMES]
     if last is None:  # a checkpoint of update 0: nothing played yet
         return
     (games, steps, mean), said = totals, (int(last["games"]), int(last["steps"]))

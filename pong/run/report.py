@@ -38,6 +38,11 @@ def announce(run: Run, options: Options, where: str) -> None:
             f" {source.updates} of its run, running mean {mean}), with a fresh RMSProp cache"
         )
     resumed = f"; resuming after update {run.saved.updates}" if run.saved else ""
+    if run.metrics is not None and (dropped := run.metrics.dropped_to) is not None:
+        resumed += (
+            f" (the rows of updates {run.saved.updates + 1} to {dropped}, which it stopped before"
+            " saving, were dropped: those games are played again, the same)"
+        )
     print(
         f"Running on {where}: batch size {config.batch_size}, env {config.env},"
         f" seed {config.seed}, learning rate {config.learning_rate:g}, {until}\n"

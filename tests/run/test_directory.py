@@ -86,6 +86,32 @@ def test_checkpoints_come_after_the_first_update_every_n_updates_and_at_close(tm
     assert len((run.directory / "updates.csv").read_text().splitlines()) == 1 + 3
 
 
+def test_a_resume_says_which_rows_past_its_checkpoint_it_dropped(tmp_path, capsys) -> None:
+    """As after a SIGKILL: updates 2 and 3 were written, the checkpoint holds update 1."""
+    from types import SimpleNamespace
+
+    from pong.run.report import announce
+
+    run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=10)
+    trainer = StandInTrainer(run.config)
+    run.open()
+    for _ in range(3):
+        run.record(trainer.play(), trainer)
+    run.close()  # no trainer: nothing more saved, as a kill saves nothing
+    lines = []
+    for _ in range(2):  # the second resume finds nothing to drop
+        again = Run.resume(run.directory, {}, checkpoint_every=10)
+        again.open()
+        announce(again, SimpleNamespace(updates=1, until_mean=None), "a local Ray")
+        again.close()
+        lines.append(capsys.readouterr().out.splitlines()[-1])
+    assert lines[0].endswith(
+        "; resuming after update 1 (the rows of updates 2 to 3, which it stopped before saving,"
+        " were dropped: those games are played again, the same)"
+    )
+    assert lines[1].endswith("; resuming after update 1")
+
+
 def test_a_checkpoint_also_comes_once_checkpoint_seconds_have_passed(tmp_path, monkeypatch) -> None:
     run = Run.start(tmp_path / "run", Config(seed=3), checkpoint_every=100)
     run.checkpoint_seconds = 60.0

@@ -443,7 +443,7 @@ def test_the_first_lines_name_any_run_directory_on_one_printable_line(name, caps
     directory = Path("/tmp") / name
     run = SimpleNamespace(
         config=Config(), directory=directory, checkpoint_every=10, checkpoint_seconds=60.0,
-        saved=None, start_from=(directory / "policy.safetensors", SimpleNamespace(
+        saved=None, metrics=None, start_from=(directory / "policy.safetensors", SimpleNamespace(
             running_mean=None, updates=1)),
     )  # fmt: skip
     report.announce(run, SimpleNamespace(updates=1, until_mean=None), "a local Ray")
