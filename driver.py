@@ -157,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `driver.py | head`: nobody reads any more, so stop as `yes` does
         stops.ending = True
         print(f"{PROG}: stopped: its output was closed", file=sys.stderr, flush=True)
+        if stops.last_line is not None:  # where the run was kept, and how to continue it
+            print(stops.last_line, file=sys.stderr, flush=True)
         ray.shutdown()  # before stdout is pointed elsewhere: nothing redirected under Ray
         return output_closed()
     except OSError as e:  # a file or socket the checks before could not foresee

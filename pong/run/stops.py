@@ -23,7 +23,7 @@ class Stops:
         self.received: list[signal.Signals] = []
         self.ending = False  # the run is ending anyway: a signal is only counted
         self.holding = False  # in a ``held`` block: a first stop waits for its end
-        self.last_line: str | None = None  # the Done line, held back on a stop (driver.py)
+        self.last_line: str | None = None  # the Done line: driver.py's last on a stop
 
     def install(self) -> None:
         """Handle ``STOPS`` explicitly (a shell starts background jobs with SIGINT ignored),

@@ -66,7 +66,6 @@ def train(
         counts = trainer or run.saved or State({}, {}, 0, 0, 0, None, None)
         if trainer is not None or error is KeyboardInterrupt:
             done = farewell(run, counts, first, address, options.until_mean, script, updates)
-            if error is KeyboardInterrupt:  # printed last, after Ray's own lines
-                stops.last_line = done
-            elif error is None or run.kept:  # a failure that kept nothing: its line says so
-                print(done, flush=True)
+            stops.last_line = done  # a stop prints it last, after Ray's lines; a closed output
+            if error is not KeyboardInterrupt and (error is None or run.kept):  # on stderr
+                print(done, flush=True)  # (a failure that kept nothing: its line says so)

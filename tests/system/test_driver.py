@@ -615,7 +615,8 @@ def test_a_first_update_that_cannot_be_applied_is_one_line(tmp_path, shared_ray)
 
 @pytest.mark.ray
 def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path, shared_ray) -> None:
-    """``driver.py | head -1``: the run stops when nobody reads, saved, without a traceback."""
+    """``driver.py | head -1``: the run stops when nobody reads, saved, without a traceback;
+    the ``Done:`` line, with its resume command, goes to stderr."""
     address, env = shared_ray
     run = tmp_path / "run"
     args = ["--env=PongToy/Catch-v0", f"--address={address}", f"--run-dir={run}"]
@@ -629,6 +630,9 @@ def test_a_closed_output_pipe_stops_the_run_and_keeps_it(tmp_path, shared_ray) -
     assert "Traceback" not in err and "Exception ignored" not in err, err
     saved = load(run)
     assert saved.updates >= 1 and len(_csv(run / "updates.csv")) == saved.updates
+    stopped, done = err.splitlines()[-2:]
+    assert stopped == "driver.py: stopped: its output was closed", err
+    assert done.startswith(f"Done: {saved.updates} update") and "--resume" in done, err
 
 
 @pytest.mark.ray
