@@ -47,7 +47,7 @@ from pong.run.errors import (
     quiet_when_piped,
     say_error,
 )
-from pong.run.report import announce, failed, reached
+from pong.run.report import announce, failed, farewell, reached
 from pong.run.stops import Stops, interrupted
 from pong.run.training import train
 from pong.tools.evaluate import evaluate
@@ -171,6 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         stops.ending = True
         code = interrupted(stops.received, "; shutting down Ray" if ray.is_initialized() else "")
+        if stops.last_line is None and run is not None and run.saved is not None:  # Ray starting
+            saved, goal = run.saved, options.until_mean
+            stops.last_line = farewell(
+                run, saved, saved.updates, address, goal, __file__, options.updates
+            )
         # Its workers' last lines, if any, come before the resume hint; but a SIGTERM has a
         # deadline (`ray job stop` kills 3 s later, a slow shutdown included): the hint first
         if stops.received[:1] != [signal.SIGTERM]:

@@ -644,7 +644,7 @@ def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code,
     args = ["--env=PongToy/Catch-v0", f"--run-dir={run}"]
     proc = spawn_driver(args, {**_local_env(), "RAY_TMPDIR": str(private)})
     try:
-        wait_for(run.exists, proc, seconds=60)  # made just before ray.init
+        wait_for(run.exists, proc, seconds=60)  # made once Ray is up: the workers start
         time.sleep(0.5)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
@@ -661,6 +661,26 @@ def test_a_stop_while_ray_starts_is_one_line_and_leaves_no_ray_behind(sig, code,
     assert f"Interrupted by {sig.name}" in err and "Traceback" not in err, err
     assert left == [], "Ray processes outlived the driver"
     assert not run.exists()  # nothing was trained, so nothing was kept
+
+
+def test_a_resume_stopped_while_ray_starts_ends_with_its_resume_command(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """A Ctrl-C inside ``ray.init`` printed only 'Interrupted' (a break-it tester's find)."""
+    config = Config(env=TOY.env, seed=1)
+    saved = replace(make_checkpoint(), config=config)
+    save(tmp_path / FILENAME, saved)
+    rows_of(tmp_path, saved)
+
+    def stopped_while_ray_starts(*_, **__):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(driver, "connect", stopped_while_ray_starts)
+    assert driver.main(["--resume", str(tmp_path), "--updates=5"]) == 130
+    out, err = capsys.readouterr()
+    assert err == "Interrupted by SIGINT.\n"
+    assert out.startswith(f"Done: {saved.updates} updates (0 in this run)"), out
+    assert out.endswith(f" --resume {shlex.quote(str(tmp_path))} --updates=5)\n"), out
 
 
 def test_a_stop_while_the_workers_start_ends_with_the_done_line(tmp_path, monkeypatch) -> None:
