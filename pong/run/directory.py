@@ -113,6 +113,11 @@ class Run:
             if directory.exists():  # another run started this second (one per seed, say)
                 directory = directory.with_name(f"{directory.name}-{os.getpid()}")
         directory = kept_after_the_job(directory, "--run-dir")
+        if sweep := _sweep_of(directory):  # it would pass for one of the sweep's trials
+            raise UsageError(
+                f"--run-dir {printable(directory)}: inside the sweep {printable(sweep)}, which"
+                " holds its trials' runs alone; choose a directory outside it"
+            )
         if os.path.realpath(directory) == "/":  # it holds the system (and has no parents)
             raise UsageError(
                 f"--run-dir {printable(directory)}: the file system's root; give a directory of"
@@ -300,20 +305,32 @@ class Run:
     def close(self, trainer: Trainer | None = None) -> None:
         """Save what the last checkpoint lacks (unless the last update's rows could not be
         written: a checkpoint never runs ahead of its rows), close the files, give the directory
-        up (its lock and the directories this run made removed if it wrote nothing else).
-        Twice is harmless."""
-        if self.metrics is not None:
-            self.metrics.close()
-            self.metrics = None
-        if self.board is not None:
-            with writing(self.directory, "the TensorBoard curves may lack the last update"):
-                self.board.close()
-            self.board = None
-        if trainer is not None and self.saved_at < trainer.updates == self.recorded:
-            self.save(trainer)
-        if self.lock is not None and self.made_lock and self.opened.names() == [LOCK]:
-            self.opened.remove(LOCK)
-            with contextlib.suppress(OSError):  # someone put a file in one meanwhile
+        up (``_give_up``). Twice is harmless."""
+        try:
+            if self.metrics is not None:
+                self.metrics.close()
+                self.metrics = None
+            if self.board is not None:
+                with writing(self.directory, "the TensorBoard curves may lack the last update"):
+                    self.board.close()
+                self.board = None
+            if trainer is not None and self.saved_at < trainer.updates == self.recorded:
+                self.save(trainer)
+        finally:  # however the save went
+            self._give_up()
+
+    def _give_up(self) -> None:
+        """Close the files and the lock; a new run that saved no checkpoint (none to resume)
+        removes what it wrote: rows, TensorBoard events, its lock, the directories it made."""
+        if self.lock is not None and not self.kept:
+            names = self.opened.names()
+            ours = [n for n in names if n in (UPDATES, GAMES) or n.startswith(EVENTS)]
+            for name in ours + [LOCK] * self.made_lock:
+                with contextlib.suppress(OSError):
+                    self.opened.remove(name)
+            with contextlib.suppress(
+                OSError
+            ):  # one holds something else: it stays, and those above
                 for made in self.made:
                     made.rmdir()
         for handle in (self.lock, self.opened):
@@ -323,12 +340,14 @@ class Run:
 
 
 def _sweep_of(path: Path) -> Path | None:
-    """The sweep directory ``path`` lies in (a trial's, or a trial's checkpoint), if any."""
+    """The sweep directory ``path`` lies in (a trial, a trial's checkpoint or its file), as
+    written or through links, if any."""
     from pong.run.sweep import DEFINITION  # here: the sweep reads runs
 
-    directory = path if path.is_dir() else path.parent
-    found = [p for p in (directory, *directory.parents)[:3] if (p / DEFINITION).is_file()]
-    return found[0] if found else None
+    for where in (path, Path(os.path.realpath(path))):
+        if found := [p for p in (where, *where.parents)[:4] if (p / DEFINITION).is_file()]:
+            return found[0]
+    return None
 
 
 def saved_stamp(path: Path) -> tuple[int, int] | None:

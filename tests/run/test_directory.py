@@ -154,6 +154,12 @@ def test_a_sweep_s_trial_is_not_resumed_in_its_storage_and_copying_it_out_is_sai
     said = rf"--resume: .* is {what} .*sweep --resume .*; .*sweep --download .* DEST\), then"
     with pytest.raises(UsageError, match=said):
         Run.resume(tmp_path / inside, {}, checkpoint_every=10)
+    (tmp_path.parent / f"{tmp_path.name}-link").symlink_to(tmp_path / "t")  # through a link too
+    with pytest.raises(UsageError, match="is in the sweep"):
+        Run.resume(tmp_path.parent / f"{tmp_path.name}-link" / inside.removeprefix("t")[1:], {}, 1)
+    new = tmp_path / inside.removesuffix(f"/{FILENAME}") / "new"  # nor is a new run made there
+    with pytest.raises(UsageError, match=r"--run-dir .*/new: inside the sweep .*; choose a"):
+        Run.start(new, Config(seed=1), checkpoint_every=10)
 
 
 @pytest.mark.parametrize("counter", ["updates", "steps"])
@@ -278,6 +284,30 @@ def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_last_checkpoint(
     with pytest.raises(RunFileError, match="No space left on device; the checkpoint of update 1"):
         run.record(trainer.play(), trainer)
     assert load(run.checkpoint_path).updates == 1
+
+
+def test_a_new_run_whose_first_save_fails_leaves_nothing_a_run_there_would_refuse(
+    tmp_path, monkeypatch
+) -> None:
+    """A full disk at the first save left update 1's rows and events but no checkpoint: no
+    resume could take the directory, and a new run there was refused (a tester's find)."""
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pong.run.checkpoint, "_encoded", full)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("the user's")  # never removed
+    for where in (tmp_path / "new" / "run", tmp_path / "mine"):
+        run = Run.start(where, Config(seed=1), checkpoint_every=1)
+        trainer = StandInTrainer(run.config)
+        run.open()
+        with pytest.raises(RunFileError, match="no checkpoint was saved"):
+            run.record(trainer.play(), trainer)  # its rows and events written, then the save
+        assert (where / "updates.csv").exists()
+        with pytest.raises(RunFileError, match="no checkpoint was saved"):
+            run.close(trainer)  # the save tried again, as the training loop's end does
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["mine", "notes.txt"]
 
 
 def test_the_directories_and_lock_a_run_made_and_left_empty_are_removed_on_close(
