@@ -307,13 +307,15 @@ def owned(storage: Storage, creating: bool):
         raise UsageError(f"{flag} {printable(storage.root)}: {e.strerror or e}") from None
     with contextlib.closing(directory):
         with lock(directory, PROG, "one sweep per directory"):
-            if creating:  # another sweep may have won the race
-                _refuse_files(storage)
-            yield
-        if made and directory.names() == [LOCK]:  # Ray never started: no sweep to resume
-            directory.remove(LOCK)
-            with contextlib.suppress(OSError):  # someone put a file in it meanwhile
-                Path(storage.root).rmdir()
+            try:
+                if creating:  # another sweep may have won the race
+                    _refuse_files(storage)
+                yield
+            finally:
+                if made and directory.names() == [LOCK]:  # no trial started: nothing to resume
+                    directory.remove(LOCK)
+                    with contextlib.suppress(OSError):  # someone put a file in it meanwhile
+                        Path(storage.root).rmdir()
 
 
 def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
@@ -338,11 +340,11 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
             return 1
         finally:
             stops.install()  # ours again, whatever Ray's start left in place
+        check_cpus(args, sweep.settings["workers"])
         todo = [c for c in sweep.configs if sweep.ended.get(trial_name(c)) in (None, "failed")]
         for config in todo:  # failed ones again, as Tune's resume_errored: a file may be mended
             sweep.ended.pop(trial_name(config), None)
-        if not storage.remote:
-            check_storage(storage, [trial_name(c) for c in todo])
+        check_storage(storage, [trial_name(c) for c in todo])
         storage.write(DEFINITION, sweep.to_json())  # from here on, it can be resumed
         if todo and not stops.received:
             from ray.tune import TuneError
@@ -368,8 +370,26 @@ def run_sweep(args: argparse.Namespace, storage: Storage, sweep: Sweep) -> int:
     return report(storage, sweep, time.monotonic() - started, given, error)
 
 
+def check_cpus(args: argparse.Namespace, workers: int | None) -> None:
+    """Refuse more workers than a local Ray has CPUs: a trial starts its workers together,
+    so it would wait for ever (a cluster's autoscaler may yet add the CPUs: no refusal)."""
+    import ray
+
+    cpus = ray.cluster_resources().get("CPU", 0)
+    if args.address is None and workers is not None and workers > cpus:
+        flag, fix = "--workers", f"--workers {cpus:g} or fewer, or --num-cpus {workers}"
+        if args.resume is not None:
+            flag, fix = "the sweep's --workers", f"--resume with --num-cpus {workers}"
+        raise UsageError(
+            f"{flag} {workers}: more than this local Ray's {cpus:g} CPUs, and a trial's workers"
+            f" start together; give {fix}"
+        )
+
+
 def check_storage(storage: Storage, names: list[str]) -> None:
     """Refuse a local DIR some node cannot see (each has its own disk), or links Tune would use."""
+    if storage.remote:  # every node reaches a URI, and it has no links
+        return
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as On
 
@@ -637,7 +657,7 @@ def download(source: str | Path, dest: Path) -> int:
         return refuse(f"--download: {printable(dest)}: must be a new or empty directory")
     if not storage.remote and dest.resolve().is_relative_to(Path(storage.root).resolve()):
         return refuse(f"--download: {printable(dest)}: inside the sweep it copies")
-    names, copied = [], 0
+    names, copied, made = [], 0, not os.path.lexists(dest)
     try:
         names = [trial_name(c) for c in read_definition(storage).configs]
         for name in names:
@@ -645,9 +665,13 @@ def download(source: str | Path, dest: Path) -> int:
     except (UsageError, OSError) as e:  # StorageError, and pyarrow's own
         for name in names:  # none half copied: the same command can be run again
             shutil.rmtree(dest / name, ignore_errors=True)
+        if made:
+            with contextlib.suppress(OSError):
+                dest.rmdir()
         where = getattr(e, "filename", None) or dest  # a write's error may name no file
         said = f"{printable(where)}: {e.strerror}" if getattr(e, "strerror", None) else e
-        return refuse(f"--download: {said}")
+        say_error(PROG, f"--download: {said}")
+        return 2 if isinstance(e, UsageError) else 1  # a bad sweep, or the disk or network
     print(f"Copied {copied} of {len(names)} trial runs into {printable(dest)};"
           f" continue one with: {command('--resume', dest)}/NAME")  # fmt: skip
     return 0

@@ -233,6 +233,32 @@ def plant_pickles(sweep: Path, made: Path) -> _Payload:
 OURS = {"sweep.json", "summary.csv", ".lock"}
 
 
+@pytest.mark.ray
+def test_more_workers_than_a_local_ray_s_cpus_are_refused_not_waited_for(shared_ray) -> None:
+    """Tune starts a trial's workers together: 5 on a local Ray of 2 CPUs waited for ever (a
+    tester's find). Checked against the shared Ray (3 CPUs), as a local one would be."""
+    from types import SimpleNamespace
+
+    import ray
+
+    from pong.run.sweep import check_cpus
+
+    new, resumed = (SimpleNamespace(address=None, resume=r) for r in (None, "DIR"))
+    said = r"^--workers 4: more than this local Ray's 3 CPUs, and a trial's workers start together"
+    ray.init(address=shared_ray[0], logging_level="ERROR")
+    try:
+        check_cpus(new, 3)  # as many as there are CPUs: no refusal
+        with pytest.raises(
+            UsageError, match=said + "; give --workers 3 or fewer, or --num-cpus 4$"
+        ):
+            check_cpus(new, 4)
+        with pytest.raises(UsageError, match="^the sweep's --workers 4: .*; give --resume with"):
+            check_cpus(resumed, 4)
+        check_cpus(SimpleNamespace(address="auto", resume=None), 4)  # an autoscaler may add some
+    finally:
+        ray.shutdown()
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
@@ -287,6 +313,9 @@ def test_a_sweep_directory_has_one_owner(tmp_path) -> None:
                 pass
     with owned(Storage(tmp_path / "sweep"), creating=False):  # given up: another may own it
         pass
+    with pytest.raises(UsageError, match="refused"), owned(Storage(tmp_path / "new"), True):
+        raise UsageError("refused")  # as a check after Ray starts refuses: nothing is left
+    assert not (tmp_path / "new").exists()
     os.symlink(tmp_path / "sweep", tmp_path / "link")
     for creating, flag in ((True, "--sweep-dir"), (False, "--resume")):  # as the user gave it
         with pytest.raises(UsageError, match=f"^{flag} {tmp_path}/link: a symbolic link"):
@@ -524,13 +553,13 @@ def test_a_download_onto_a_full_disk_is_one_line_and_leaves_nothing_half_copied(
     (tmp_path / "sweep" / DEFINITION).write_bytes(Sweep(configs, settings).to_json())
     trial_checkpoint(tmp_path / "sweep", trial_name(configs[0]), 0, 3)
     (disk := tmp_path / "disk").mkdir()
-    script = 'mount -t tmpfs -o size=100k tmpfs "$0" && "$@"; echo "rc=$?"; ls -A "$0/copy"'
+    script = 'mount -t tmpfs -o size=100k tmpfs "$0" && "$@"; echo "rc=$?"; ls -A "$0"'
     done = subprocess.run(
         ["unshare", "-m", "sh", "-c", script, str(disk), sys.executable, "-m", "pong", "sweep",
          "--download", str(tmp_path / "sweep"), str(disk / "copy")],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert done.stdout == "rc=2\n", done.stdout + done.stderr  # and copy/ is empty again
+    assert done.stdout == "rc=1\n", done.stdout + done.stderr  # as a full disk is, and no copy/
     assert done.stderr == (
         f"python -m pong sweep: error: --download: {disk / 'copy'}: No space left on device\n"
     )
