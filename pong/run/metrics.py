@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from pong.run.checkpoint import MAX_COUNT, MAX_SCORE
+from pong.run.config import path as nonempty_path
 from pong.run.errors import OneLineParser, UsageError, printable, say_error
 from pong.run.files import Directory, open_file
 
@@ -383,8 +384,8 @@ def summarize(run_dir: str | os.PathLike) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser("python -m pong metrics", description="Summarize a run's metrics.")
-    parser.add_argument("run_dir", type=Path, help="a run directory (holds updates.csv), or a"
-                        " sweep's trial")  # fmt: skip
+    parser.add_argument("run_dir", type=nonempty_path, help="a run directory (holds"
+                        " updates.csv), or a sweep's trial")  # fmt: skip
     args = parser.parse_args(argv)
     from pong.run.sweep import runs_of  # a sweep's trial stands for its latest run
 

@@ -262,6 +262,9 @@ def test_summary_of_a_directory_without_metrics_is_one_line(tmp_path, capsys) ->
         f"python -m pong metrics: error: {tmp_path / UPDATES}: no such file;"
         f" is {tmp_path} a run directory?\n"
     )
+    with pytest.raises(SystemExit):  # '' is no path (it read as the current directory)
+        main([""])
+    assert "argument run_dir: expected a path, got ''" in capsys.readouterr().err
 
 
 def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> None:
