@@ -64,7 +64,7 @@ def train(
         error = sys.exc_info()[0]
         # Stopped while the workers started: the counts are the checkpoint's, or none
         counts = trainer or run.saved or State({}, {}, 0, 0, 0, None, None)
-        if trainer is not None or error is KeyboardInterrupt:
+        if trainer is not None or error in (KeyboardInterrupt, BrokenPipeError):  # a stop
             done = farewell(run, counts, first, address, options.until_mean, script, updates)
             stops.last_line = done  # a stop prints it last, after Ray's lines; a closed output
             if error is not KeyboardInterrupt and (error is None or run.kept):  # on stderr

@@ -683,16 +683,20 @@ def test_a_resume_stopped_while_ray_starts_ends_with_its_resume_command(
     assert out.endswith(f" --resume {shlex.quote(str(tmp_path))} --updates=5)\n"), out
 
 
-def test_a_stop_while_the_workers_start_ends_with_the_done_line(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, BrokenPipeError])
+def test_a_stop_while_the_workers_start_ends_with_the_done_line(
+    stop, tmp_path, monkeypatch
+) -> None:
     """A Ctrl-C after the run directory's line but before the workers were up said only
-    'Interrupted' (a newcomer's find): the last line says what was kept, as after an update."""
+    'Interrupted' (a newcomer's find): the last line says what was kept, as after an update.
+    So does an output closed then (``| head -1``), on stderr."""
     from pong.run import training
     from pong.run.config import Options
     from pong.run.directory import Run
     from pong.run.stops import Stops
 
     def stopped_while_starting(**_):
-        raise KeyboardInterrupt
+        raise stop
 
     monkeypatch.setattr(training, "Trainer", stopped_while_starting)
     config, lines = Config(env=TOY.env, seed=1), []
@@ -707,7 +711,7 @@ def test_a_stop_while_the_workers_start_ends_with_the_done_line(tmp_path, monkey
             run = Run.resume(run_dir, {}, 1)
         run.open()
         stops = Stops()
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(stop):
             training.train(run, Options(), stops)
         lines.append(stops.last_line)
     assert (
