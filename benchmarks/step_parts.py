@@ -40,7 +40,8 @@ def game(model: Model, frames, rng: np.random.Generator, seed: int, spent: dict)
     frames.reset(seed=seed)
     ale, atari = frames.ale, frames.atari
     changed, arrived = np.empty(0, np.intp), np.empty(0, bool)
-    offsets, indices, values, on_bits = array("q", [0]), array("H"), array("b"), array("B")
+    offsets, game_changed, game_delta = array("q", [0]), array("H"), array("b")
+    on_bits = array("B")
     dlogps, rewards, steps, done = array("d"), array("d"), 0, False
     while not done:
         t0 = clock()
@@ -48,9 +49,9 @@ def game(model: Model, frames, rng: np.random.Generator, seed: int, spent: dict)
         aprob, h = policy_forward_sparse(model, changed, delta)
         action = UP if rng.random() < aprob else DOWN
         t1 = clock()
-        indices.frombytes(changed.astype(np.uint16).tobytes())
-        values.frombytes(delta.astype(np.int8).tobytes())
-        offsets.append(len(indices))
+        game_changed.frombytes(changed.astype(np.uint16).tobytes())
+        game_delta.frombytes(delta.astype(np.int8).tobytes())
+        offsets.append(len(game_changed))
         on_bits.frombytes(np.packbits(h > 0).tobytes())
         dlogps.append((1.0 if action == UP else 0.0) - aprob)
         t2 = clock()

@@ -23,15 +23,15 @@ BACKWARD_CHUNK = 64  # steps per block of the sparse backward pass: a block's me
 
 class SparseGame(NamedTuple):
     """One game of T steps as the fast path stores it: step ``t``'s input is
-    ``values[offsets[t]:offsets[t+1]]`` at pixels ``indices[offsets[t]:offsets[t+1]]``, zero
-    elsewhere: each step's ``changed`` pixels and their ``delta`` (the arguments of
-    ``policy_forward_sparse``), one after another. A step takes 8 bytes of offset, 3 for each
-    non-zero input (~26 of them: 78), 25 of ReLU pattern and 16 of ``epdlogp`` and reward:
-    ~127 (benchmarks/single_core.py), where 2016's ``epx`` and ``eph`` took 52.8 KB."""
+    ``delta[offsets[t]:offsets[t+1]]`` at the pixels ``changed[offsets[t]:offsets[t+1]]``, zero
+    elsewhere: each step's arguments of ``policy_forward_sparse``, one after another. A step
+    takes 8 bytes of offset, 3 for each non-zero input (~26 of them: 78), 25 of ReLU pattern and
+    16 of ``epdlogp`` and reward: ~127 (benchmarks/single_core.py), where 2016's ``epx`` and
+    ``eph`` took 52.8 KB."""
 
     offsets: np.ndarray  # (T + 1,) int64, from 0
-    indices: np.ndarray  # (N,) uint16 pixel indices
-    values: np.ndarray  # (N,) int8: -1, an object left; +1, one arrived
+    changed: np.ndarray  # (N,) uint16 pixel indices
+    delta: np.ndarray  # (N,) int8: -1, an object left; +1, one arrived
     on_bits: np.ndarray  # (T, 25) uint8 np.packbits(h > 0): the ReLU pattern, all the backward
     # pass needs of eph
     # (T,) y - aprob = d log P(action taken) / d logit, before advantages (y: 1 if the action
@@ -43,7 +43,7 @@ class SparseGame(NamedTuple):
         """The game's inputs as 2016's (T, D) float64 ``epx`` (for checking against it)."""
         epx = np.zeros((len(self.epr), D))
         rows = np.repeat(np.arange(len(self.epr)), np.diff(self.offsets))
-        epx[rows, self.indices] = self.values
+        epx[rows, self.changed] = self.delta
         return epx
 
 
@@ -129,16 +129,17 @@ def play_game(
     frames.reset(seed=reset_seed)
     changed, arrived = np.empty(0, np.intp), np.empty(0, bool)  # the first step has no difference
     # Typed buffers that grow: no Python object per step.
-    offsets, indices, values, on_bits = array("q", [0]), array("H"), array("b"), array("B")
+    offsets, game_changed, game_delta = array("q", [0]), array("H"), array("b")
+    on_bits = array("B")
     dlogps, drs = array("d"), array("d")
     done = False
     while not done:
         delta = np.where(arrived, 1.0, -1.0)  # +1: an object arrived, -1: it left
         aprob, h = policy_forward_sparse(model, changed, delta)
         action = UP if rng.random() < aprob else DOWN
-        indices.frombytes(changed.astype(np.uint16).tobytes())
-        values.frombytes(delta.astype(np.int8).tobytes())
-        offsets.append(len(indices))
+        game_changed.frombytes(changed.astype(np.uint16).tobytes())
+        game_delta.frombytes(delta.astype(np.int8).tobytes())
+        offsets.append(len(game_changed))
         on_bits.frombytes(np.packbits(h > 0).tobytes())
         y = 1.0 if action == UP else 0.0  # the "fake label": as if the action taken were correct
         dlogps.append(y - aprob)
@@ -148,8 +149,8 @@ def play_game(
             return None
     return SparseGame(
         np.frombuffer(offsets, dtype=np.int64),
-        np.frombuffer(indices, dtype=np.uint16),
-        np.frombuffer(values, dtype=np.int8),
+        np.frombuffer(game_changed, dtype=np.uint16),
+        np.frombuffer(game_delta, dtype=np.int8),
         np.frombuffer(on_bits, dtype=np.uint8).reshape(len(drs), -1),
         np.frombuffer(dlogps, dtype=np.float64),
         np.frombuffer(drs, dtype=np.float64),
@@ -187,7 +188,7 @@ def block_inputs(game: SparseGame, start: int, end: int, entry_column: np.ndarra
     block_columns, in_block = np.unique(entry_column[first:last], return_inverse=True)
     step = np.repeat(np.arange(end - start), np.diff(game.offsets[start : end + 1]))  # its row
     block = np.zeros((end - start, block_columns.size))
-    block[step, in_block] = game.values[first:last]
+    block[step, in_block] = game.delta[first:last]
     return block_columns, block
 
 
@@ -206,7 +207,7 @@ def policy_backward_sparse(model: Model, game: SparseGame, weighted: np.ndarray)
     W1, W2 = model.weights["W1"], model.weights["W2"]
     weighted = np.asarray(weighted, dtype=np.float64).ravel()
     # Only the K pixels that ever changed get a non-zero column: each stored entry's, in columns
-    columns, entry_column = np.unique(game.indices, return_inverse=True)
+    columns, entry_column = np.unique(game.changed, return_inverse=True)
     GT = np.zeros((columns.size, H))  # G transposed, (K, H): row k for pixel columns[k]
     for start in range(0, weighted.size, BACKWARD_CHUNK):
         end = min(start + BACKWARD_CHUNK, weighted.size)

@@ -161,24 +161,24 @@ def test_a_game_that_ends_as_stop_is_asked_is_kept() -> None:
 
 
 def sparse_inputs(T: int, rng: np.random.Generator):
-    """Random sparse +-1 inputs as (offsets, indices, values, epx), some steps empty."""
+    """Random sparse +-1 inputs as (offsets, changed, delta, epx), some steps empty."""
     counts = rng.integers(0, 40, T)
     counts[0] = 0  # the first step of a game has no input
-    indices = np.concatenate([rng.choice(D, c, replace=False) for c in counts]).astype(np.uint16)
-    values = rng.choice(np.array([-1, 1], np.int8), indices.size)
+    changed = np.concatenate([rng.choice(D, c, replace=False) for c in counts]).astype(np.uint16)
+    delta = rng.choice(np.array([-1, 1], np.int8), changed.size)
     offsets = np.concatenate([[0], np.cumsum(counts)])
     epx = np.zeros((T, D))
     for t in range(T):
-        epx[t, indices[offsets[t] : offsets[t + 1]]] = values[offsets[t] : offsets[t + 1]]
-    return offsets, indices, values, epx
+        epx[t, changed[offsets[t] : offsets[t + 1]]] = delta[offsets[t] : offsets[t + 1]]
+    return offsets, changed, delta, epx
 
 
 def test_sparse_forward_matches_dense_forward() -> None:
     rng = np.random.default_rng(6)
     model = Model(seed=6)
-    offsets, indices, values, epx = sparse_inputs(5, rng)
+    offsets, changed, delta, epx = sparse_inputs(5, rng)
     for t in range(5):
-        i, v = indices[offsets[t] : offsets[t + 1]], values[offsets[t] : offsets[t + 1]]
+        i, v = changed[offsets[t] : offsets[t + 1]], delta[offsets[t] : offsets[t + 1]]
         aprob, h = policy_forward_sparse(model, i, v.astype(float))
         aprob_dense, h_dense = policy_forward(model, epx[t])
         np.testing.assert_allclose(h, h_dense, rtol=1e-12, atol=1e-14)
@@ -190,12 +190,12 @@ def test_sparse_backward_matches_dense_backward() -> None:
     model = Model(seed=7)
     model.weights["W2"] *= 10
     T = 2500  # many BACKWARD_CHUNKs
-    offsets, indices, values, epx = sparse_inputs(T, rng)
+    offsets, changed, delta, epx = sparse_inputs(T, rng)
     eph = np.maximum(0, epx @ model.weights["W1"].T)
     epdlogp = rng.standard_normal(T)
     dense = policy_backward(model, eph, epx, epdlogp)
     on_bits = np.packbits(eph > 0, axis=1)
-    game = SparseGame(offsets, indices, values, on_bits, epdlogp, np.zeros(T))
+    game = SparseGame(offsets, changed, delta, on_bits, epdlogp, np.zeros(T))
     sparse = policy_backward_sparse(model, game, epdlogp)
     assert np.all(np.diff(sparse.columns) > 0)
     np.testing.assert_array_equal(sparse.columns, np.flatnonzero(np.abs(epx).sum(0)))
@@ -206,10 +206,10 @@ def test_sparse_backward_matches_dense_backward() -> None:
 def test_sparse_grad_adds_like_the_dense_gradient() -> None:
     rng = np.random.default_rng(8)
     model = Model(seed=8)
-    offsets, indices, values, epx = sparse_inputs(50, rng)
+    offsets, changed, delta, epx = sparse_inputs(50, rng)
     on_bits = np.packbits(epx @ model.weights["W1"].T > 0, axis=1)
     epdlogp = rng.standard_normal(50)
-    game = SparseGame(offsets, indices, values, on_bits, epdlogp, np.zeros(50))
+    game = SparseGame(offsets, changed, delta, on_bits, epdlogp, np.zeros(50))
     grad = policy_backward_sparse(model, game, epdlogp)
     buffer = {k: rng.standard_normal(v.shape) for k, v in model.weights.items()}
     expected = {k: buffer[k] + grad.dense()[k] for k in buffer}
