@@ -323,14 +323,12 @@ class Run:
         """Close the files and the lock; a new run that saved no checkpoint (none to resume)
         removes what it wrote: rows, TensorBoard events, its lock, the directories it made."""
         if self.lock is not None and not self.kept:
-            names = self.opened.names()
-            ours = [n for n in names if n in (UPDATES, GAMES) or n.startswith(EVENTS)]
+            ours = [n for n in self.opened.names() if n in (UPDATES, GAMES) or n.startswith(EVENTS)]
             for name in ours + [LOCK] * self.made_lock:
                 with contextlib.suppress(OSError):
                     self.opened.remove(name)
-            with contextlib.suppress(
-                OSError
-            ):  # one holds something else: it stays, and those above
+            # One that holds something else stays, and so do those above it
+            with contextlib.suppress(OSError):
                 for made in self.made:
                     made.rmdir()
         for handle in (self.lock, self.opened):
