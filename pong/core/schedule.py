@@ -279,8 +279,9 @@ class Dealer:
         where it is; one Ray calls unavailable (restarting), after a pause; one Ray says died
         for good is gone."""
         worker, index = call.worker, call.index
-        others = any(c.index == index and c.update == call.update for c in self.calls.values())
-        again = self._current(call) and not others  # the update still needs its game
+        again = self._current(call) and not any(  # the update still needs its game
+            c.index == index and c.update == call.update for c in self.calls.values()
+        )
         if again:
             self.undealt.appendleft(index)
         was_up, self.status[worker] = self.status[worker] in ("free", "playing"), "waiting"
