@@ -8,8 +8,8 @@ when Ray replies or reports an error:
 =========  ==============================================  ========================================
 status     what the dealer holds for it                    moves
 =========  ==============================================  ========================================
-waiting    a ``describe`` call in ``calls``, or a time in  Ray replies -> free; Ray restarts it ->
-           ``retry`` (asked again after a pause)           asked again; died for good -> gone
+waiting    a ``describe`` call in ``calls``; one Ray       Ray replies -> free; Ray restarts it ->
+           restarts is asked after a pause in ``retry``    asked again; died for good -> gone
 free       its node in ``node_of``                         dealt a game -> playing
 playing    a copy's call in ``calls``; its node            replies -> free; lost (its process or
                                                            node) -> waiting, its game dealt again
