@@ -92,7 +92,7 @@ class Dealer:
         self.node_of: dict[int, str] = {}  # worker -> the id of the node it was last up on
         self.retry: dict[int, tuple[float, int]] = {}  # worker -> (when to ask again, tries)
         self.names: dict[str, str] = {}  # node id -> its name in lines and metrics
-        self.update_number = 0  # the number of the update being dealt
+        self.update = 0  # the number of the update being dealt
         self.model_ref = None  # its model, in the object store
         self.undealt: deque[int] = deque()  # its games not dealt yet, lost ones first
         self.done: set[int] = set()  # its games whose counted copy replied (out again if lost)
@@ -107,25 +107,25 @@ class Dealer:
             self.take(ref)
         self.notes = []  # the start is the driver's "Started" line, not a note
 
-    def results(self, number: int, batch_size: int, model_ref) -> Iterator[tuple[int, Result]]:
-        """Play update ``number``'s ``batch_size`` games with the model at ``model_ref``:
+    def results(self, update: int, batch_size: int, model_ref) -> Iterator[tuple[int, Result]]:
+        """Play the ``batch_size`` games of update ``update`` with the model at ``model_ref``:
         ``(index, Result)`` for each game as it is done, in the order they finish."""
-        self.start(number, batch_size, model_ref)
+        self.start(update, batch_size, model_ref)
         while self.unfinished():
             if (ready := self.next_reply()) is not None:
                 index, result = self.take(ready)
                 if result is not None:
                     yield index, result
 
-    def start(self, number: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
-        """Deal update ``number``'s first games. A copy of an earlier update's game still in
+    def start(self, update: int, batch_size: int, model_ref: ray.ObjectRef) -> None:
+        """Deal the first games of update ``update``. A copy of an earlier update's game still in
         flight (the slower of a game's two copies, first or backup) is abandoned and never
         counted; one of an update stopped mid-way and started again (a Ctrl-C in a notebook's
         ``Trainer.update``, say) has its number, plays the same game and counts."""
         for call in list(self.calls.values()):  # its reply will only free its worker
-            if call.index is not None and call.update != number:
+            if call.index is not None and call.update != update:
                 self.workers[call.worker].abandon.remote(call.copy)
-        self.update_number, self.model_ref = number, model_ref
+        self.update, self.model_ref = update, model_ref
         self.undealt, self.done, self.took = deque(range(batch_size)), set(), []
         self.games_on, self.notes = Counter(), []
         self.deal()
@@ -249,15 +249,15 @@ class Dealer:
 
     def _current(self, call: Call) -> bool:
         """Whether ``call`` is a copy of a game of this update not yet done."""
-        current = call.index is not None and call.update == self.update_number
+        current = call.index is not None and call.update == self.update
         return current and call.index not in self.done
 
     def _deal_to(self, worker: int, index: int) -> None:
         """Deal game ``index`` to the free ``worker``, as the next copy."""
         self.status[worker] = "playing"
-        seed, copy = game_seed(self.seed, self.update_number, index), next(self.copy_numbers)
+        seed, copy = game_seed(self.seed, self.update, index), next(self.copy_numbers)
         ref = self.workers[worker].compute_gradient.remote(self.model_ref, seed, copy)
-        self.calls[ref] = Call(worker, index, self.update_number, time.monotonic(), copy)
+        self.calls[ref] = Call(worker, index, self.update, time.monotonic(), copy)
 
     def _describe(self, worker: int) -> None:
         """Ask ``worker`` where it is: Ray replies once it is placed."""
