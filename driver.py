@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import sys
 
+from pong.run.errors import require_install
 from pong.run.stops import stop_while_loading
 
 if __name__ == "__main__":
     stop_while_loading()
+    require_install("driver.py")
 
 import argparse
 import errno

@@ -1,9 +1,11 @@
 """``python -m pong TOOL [ARGS]``: the tools that sweep, plot, compare and share runs."""
 
+from pong.run.errors import require_install
 from pong.run.stops import Stops, interrupted, stop_while_loading
 
 if __name__ == "__main__":
     stop_while_loading()  # a Ctrl-C while the tool (the sweep: Ray) loads is one line
+    require_install("python -m pong")
 
 import importlib  # noqa: E402 (after the handler: no traceback)
 import sys  # noqa: E402

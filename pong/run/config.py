@@ -68,7 +68,8 @@ def path(text: str) -> Path:
 def setting(parse: Callable, help: str, default: Any = None, metavar: str = "N", flags=()) -> Any:
     """A field that is also a flag: how its text is parsed, what it means, its default."""
     if default is not None and "(default:" not in help:
-        help += f" (default: {default})"
+        shown = f"{default:g}" if isinstance(default, float) else default  # 60, not 60.0
+        help += f" (default: {shown})"
     meta = dict(flags=flags, type=parse, metavar=metavar, help=help)  # add_argument's, but flags
     return field(default=default, metadata=meta)
 
@@ -153,7 +154,8 @@ class Options:
     )
     watch_every: int = setting(
         non_negative_int,
-        "every N updates, a game into TensorBoard and RUN_DIR/watch/ (0: none)",
+        "every N updates, the weights picture and a game into TensorBoard and RUN_DIR/watch/"
+        " (0: none)",
         100,
     )
     resume: Path | None = setting(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, NoReturn
 
 __all__ = ["OneLineParser", "PongError", "RunFileError", "UsageError", "command", "first_line"]
-__all__ += ["quiet_when_piped", "say_error", "writing"]
+__all__ += ["install", "quiet_when_piped", "require_install", "say_error", "writing"]
 
 
 class PongError(Exception):
@@ -106,6 +106,22 @@ def command(*words: str | os.PathLike, module: str | None = None) -> str:
     program = f"-m {module}" if module else pasteable(driver) if driver.is_file() else "driver.py"
     args = " ".join(w if isinstance(w, str) and w.startswith("-") else pasteable(w) for w in words)
     return f"{pasteable(sys.executable)} {program} {args}"
+
+
+def require_install(prog: str) -> None:
+    """Exit with one line where a package the program needs is missing: it was started by a
+    Python without the README's install (``python3``, not ``.venv/bin/python``)."""
+    from importlib.util import find_spec
+
+    if missing := [m for m in ("numpy", "ray", "gymnasium", "ale_py") if find_spec(m) is None]:
+        said = f"{sys.executable} has no {missing[0]!r} module; run it with the Python of the"
+        say_error(prog, f"{said} README's install (.venv/bin/python)")
+        sys.exit(1)
+
+
+def install(extra: str) -> str:
+    """The command that installs the package's ``extra`` into this Python (run in the checkout)."""
+    return f"{pasteable(sys.executable)} -m pip install -e '.[{extra}]'"
 
 
 def say_error(prog: str, message: object) -> None:

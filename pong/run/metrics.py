@@ -196,6 +196,9 @@ class _WholeLines:
         except FileNotFoundError:
             where = f"is {printable(self.path.parent)} a run directory?"
             raise MetricsFileError(f"{self.shown}: no such file; {where}") from None
+        except NotADirectoryError:  # the run named by one of its files
+            shown = printable(self.path.parent)
+            raise MetricsFileError(f"{shown}: a file; give the run directory it is in") from None
         except OSError as e:
             raise MetricsFileError(f"{self.shown}: not a metrics file ({e.strerror})") from None
         with f:

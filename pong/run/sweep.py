@@ -211,7 +211,9 @@ def read_definition(storage: Storage) -> Sweep:
         seconds = float(seconds)  # an int past any float's range: OverflowError
         check(configs, settings)
     except FileNotFoundError:
-        raise UsageError(f"{printable(storage.uri)}: no sweep there (no {DEFINITION})") from None
+        gone = not storage.remote and not os.path.lexists(storage.root)
+        there = "no such directory" if gone else f"no sweep there (no {DEFINITION})"
+        raise UsageError(f"{printable(storage.uri)}: {there}") from None
     except (ValueError, RecursionError, TypeError, OverflowError) as e:  # 10**400 seconds
         raise UsageError(f"{storage.name(DEFINITION)}: damaged ({first_line(e)})") from None
     return Sweep(configs, settings, ended, seconds)
@@ -226,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             from ray import tune  # noqa: F401
         except ImportError:
-            return refuse("Ray Tune is not installed: pip install -e '.[sweep]'")
+            return refuse(f"Ray Tune is not installed: {errors.install('sweep')}")
         where = args.resume or args.sweep_dir or time.strftime("runs/sweep-%Y%m%d-%H%M%S")
         storage = Storage(where)
         with _STOPS.held():  # the env's check loads ale-py: a stop inside its C++ would abort
@@ -273,8 +275,10 @@ def _refuse_files(storage: Storage) -> None:
     except OSError as e:  # the store cannot be reached, say
         raise UsageError(f"--sweep-dir {storage.where}: {first_line(e)}") from None
     if held:
+        what = f"to finish that sweep: --resume {_shown(storage)}" if DEFINITION in held else ""
+        what = "it is a run's (driver.py --resume continues it)" if UPDATES in held else what
         raise UsageError(f"--sweep-dir {printable(storage.uri)}: holds files already; choose a new"
-                         f" one, or --resume {_shown(storage)} to finish that sweep")  # fmt: skip
+                         f" one{f'; {what}' if what else ''}")  # fmt: skip
 
 
 @contextlib.contextmanager

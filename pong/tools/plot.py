@@ -19,7 +19,7 @@ import numpy as np
 from pong.run.checkpoint import load
 from pong.run.config import GAMES_FLAGS, positive_int
 from pong.run.config import path as nonempty_path
-from pong.run.errors import OneLineParser, printable, say_error
+from pong.run.errors import OneLineParser, install, printable, say_error
 from pong.run.files import Directory, atomic_write
 from pong.run.metrics import UPDATES, games_file, rows
 from pong.run.sweep import runs_of
@@ -221,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as e:  # the PNG could not be written there
         error, code = f"{printable(e.filename or args.output)}: {e.strerror or e}", 1
     except ImportError:
-        error, code = "matplotlib is not installed: pip install -e '.[plot]'", 2
+        error, code = f"matplotlib is not installed: {install('plot')}", 2
     else:
         print(printable(drawn))  # outside the try: an error here is the output's, not the PNG's
         return 0

@@ -265,6 +265,12 @@ def test_summary_of_a_directory_without_metrics_is_one_line(tmp_path, capsys) ->
     with pytest.raises(SystemExit):  # '' is no path (it read as the current directory)
         main([""])
     assert "argument run_dir: expected a path, got ''" in capsys.readouterr().err
+    (tmp_path / UPDATES).write_text("")  # a run's file given for the run: named as given
+    assert main([str(tmp_path / UPDATES)]) == 2
+    assert capsys.readouterr().err == (
+        f"python -m pong metrics: error: {tmp_path / UPDATES}: a file; give the run directory it"
+        " is in\n"
+    )
 
 
 def test_a_resume_drops_a_torn_last_line_and_names_an_edited_one(tmp_path) -> None:

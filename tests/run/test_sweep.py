@@ -44,6 +44,9 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={TOY_UPDATES}", "
         (["--resume", "{tmp}", "--scheduler", "asha"], "--scheduler: not with --resume"),
         (["--sweep-dir", "{tmp}/file/sub"], "is not a directory"),
         (["--sweep-dir", "{tmp}"], "holds files already"),
+        (["--sweep-dir", "{tmp}/run"], "holds files already; choose a new one; it is a run's (dr"),
+        (["--sweep-dir", "{tmp}/sw"], "holds files already; choose a new one; to finish that swe"),
+        (["--resume", "{tmp}/nope"], "nope: no such directory"),
         (["--sweep-dir", "{tmp}/file"], "not a directory"),
         (["--seeds"], "expected at least one argument"),
         (["--env", "NoSuchEnv-v9"], "--env: "),
@@ -62,6 +65,9 @@ TOY = ["--env=PongToy/Catch-v0", "--batch-size=2", f"--updates={TOY_UPDATES}", "
 )
 def test_a_bad_sweep_is_one_line_before_ray_starts(argv, message, tmp_path, capsys) -> None:
     (tmp_path / "file").write_text("someone's")
+    for held in ("run/updates.csv", f"sw/{DEFINITION}"):  # a run's directory, a sweep's
+        (tmp_path / held).parent.mkdir()
+        (tmp_path / held).write_text("")
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     with pytest.raises(SystemExit) as stopped:
         code = main(argv)

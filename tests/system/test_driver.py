@@ -583,6 +583,21 @@ def test_auto_without_a_recorded_cluster_says_so(tmp_path) -> None:
     assert "--address=auto: no Ray cluster was started on this machine" in proc.stderr
 
 
+@pytest.mark.parametrize("program", [["driver.py"], ["-m", "pong", "plot"]])
+def test_a_python_without_the_install_is_one_line_naming_it(program) -> None:
+    """``python3 driver.py`` (not the venv's Python) was a ModuleNotFoundError traceback. Here
+    ``-S`` leaves out site-packages, as such a Python lacks them."""
+    done = subprocess.run(
+        [sys.executable, "-S", *program, "--help"], cwd=ROOT, capture_output=True, text=True
+    )
+    prog = "driver.py" if program == ["driver.py"] else "python -m pong"
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    assert done.stderr == (
+        f"{prog}: error: {sys.executable} has no 'numpy' module; run it with the Python of the"
+        " README's install (.venv/bin/python)\n"
+    )
+
+
 @pytest.mark.parametrize("after", [0, 0.1, 0.25])
 def test_a_ctrl_c_while_the_libraries_load_is_no_traceback(after, tmp_path) -> None:
     proc = spawn_driver([f"--run-dir={tmp_path / 'run'}"], _local_env())

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import sys
 import tracemalloc
 
 import numpy as np
 import pytest
 
 from pong.run.checkpoint import FILENAME, save
-from pong.run.errors import printable
+from pong.run.errors import pasteable, printable
 from pong.run.metrics import MetricsLog
 from pong.tools import plot
 from tests.run.test_checkpoint import make_checkpoint
@@ -33,6 +34,21 @@ def test_plot_of_a_directory_without_metrics_is_one_line(tmp_path, make, capsys)
     assert plot.main([str(run)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(run) in err
+
+
+def test_without_matplotlib_the_line_gives_the_command_that_installs_it(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """It said a bare ``pip install``, which may be another Python's pip (a newcomer's find)."""
+    log = MetricsLog(tmp_path)
+    log.write(_row(1), _games(1))
+    log.close()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as where it is not installed
+    assert plot.main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"python -m pong plot: error: matplotlib is not installed: {pasteable(sys.executable)}"
+        " -m pip install -e '.[plot]'\n"
+    )
 
 
 def test_an_output_where_no_png_can_go_is_one_line(tmp_path, capsys) -> None:
