@@ -701,8 +701,8 @@ def _copy_whole(storage: Storage, name: str, into: Path) -> bool:
 
 def runs_of(paths: Sequence[Path]) -> list[Path]:
     """The run directories ``paths`` name: a sweep's directory stands for each trial's latest
-    run, a trial's directory for its own, and a folder of runs or sweeps (``results/``) for
-    theirs; the sweep's other files (``DIR/*``) are left out."""
+    run, a trial's directory for its own, and a folder of runs or sweeps (``results/``, also
+    in folders of their own) for theirs; the sweep's other files (``DIR/*``) are left out."""
     found: list[Path] = []
     for path in paths:
         if (path / DEFINITION).is_file():
@@ -720,12 +720,17 @@ def runs_of(paths: Sequence[Path]) -> list[Path]:
     return found
 
 
-def _held(folder: Path) -> list[Path]:
-    """The runs and sweeps directly in ``folder`` when it is no run itself (else none)."""
-    if (folder / UPDATES).exists():
+def _held(folder: Path, depth: int = 2) -> list[Path]:
+    """The runs, sweeps and folders of them in ``folder`` when it is no run itself (else none);
+    a folder counts if it holds one within ``depth`` levels (``results/lr-drop/1e-4``), never
+    through a link."""
+    if (folder / UPDATES).exists() or depth == 0:
         return []
     try:
         inside = sorted(folder.iterdir())
     except OSError:  # not a directory, or unreadable: the tools name it as a run
         return []
-    return [p for p in inside if (p / UPDATES).is_file() or (p / DEFINITION).is_file()]
+    return [
+        p for p in inside if (p / UPDATES).is_file() or (p / DEFINITION).is_file()
+        or (p.is_dir() and not p.is_symlink() and _held(p, depth - 1))
+    ]  # fmt: skip

@@ -137,4 +137,9 @@ def test_a_sweep_stands_for_its_trials_latest_runs_and_its_own_files_are_no_run(
     (tmp_path / "run" / "updates.csv").write_text("update\n")
     (tmp_path / "not-a-run").mkdir()
     assert runs_of([tmp_path]) == [tmp_path / "run", *newest]
+    (tmp_path / "lr" / "1e-4").mkdir(parents=True)  # a folder of runs in the folder
+    (tmp_path / "lr" / "1e-4" / "updates.csv").write_text("update\n")
+    (tmp_path / "lr" / "notes").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "lr")  # not followed: once is enough
+    assert runs_of([tmp_path]) == [tmp_path / "lr" / "1e-4", tmp_path / "run", *newest]
     assert runs_of([tmp_path / "not-a-run"]) == [tmp_path / "not-a-run"]  # its own error, later
