@@ -51,7 +51,7 @@ HELP = {  # where a sweep's meaning or default is not the driver's
     "seed": "seeds the weights, env resets and action draws (default: 1)",
     "workers": "RolloutWorkers per trial, one CPU each (default: what fills the cluster)",
     "updates": "updates each trial runs in all, also over resumes (default: until Ctrl-C)",
-    "until_mean": "also end a trial once its running mean is above R",
+    "until_mean": "also end a trial once its running mean is above SCORE",
 }
 ENDED = ("done", "failed", "stopped-early")  # how a trial ended (a resume runs failed ones again)
 QUIET_TUNE = {  # no logs of Tune's own (they would copy the runs' metrics), no tables
@@ -104,8 +104,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     options = argparse.ArgumentParser(add_help=False)
     add_flags(options, Options)
     for action in options._actions:  # the driver's flags that make sense for a trial
-        if action.dest == "until_mean":  # by a sweep's name too
-            action.option_strings, action.metavar = ["--stop-at", "--until-mean"], "R"
+        if action.dest == "until_mean":  # the driver's name; --stop-at, a sweep's, still reads
+            action.option_strings = ["--until-mean", "--stop-at"]
         if action.dest in PASSED + RESUMABLE:
             action.help = HELP.get(action.dest, action.help)
             single._add_action(action)
@@ -156,7 +156,7 @@ class Sweep:
         return (json.dumps(body, indent=1) + "\n").encode()
 
 
-def check(configs: list[Config], settings: dict, goal_flag: str = "--stop-at") -> None:
+def check(configs: list[Config], settings: dict, goal_flag: str = "--until-mean") -> None:
     """A ``ValueError`` for what no trial could run: an unknown env, a running mean to pass
     that no game reaches, too many workers."""
     from pong.envs.make import check_env, check_goal
