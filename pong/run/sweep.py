@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
+from os.path import isdir, isfile, islink, lexists
 from pathlib import Path
 
 from pong.run import errors
@@ -702,15 +703,16 @@ def _copy_whole(storage: Storage, name: str, into: Path) -> bool:
 def runs_of(paths: Sequence[Path]) -> list[Path]:
     """The run directories ``paths`` name: a sweep's directory stands for each trial's latest
     run, a trial's directory for its own, and a folder of runs or sweeps (``results/``, also
-    in folders of their own) for theirs; the sweep's other files (``DIR/*``) are left out."""
+    in folders of their own) for theirs; the sweep's other files (``DIR/*``) are left out.
+    (``os.path``'s tests: an unreadable directory is no run, not a ``PermissionError``.)"""
     found: list[Path] = []
     for path in paths:
-        if (path / DEFINITION).is_file():
+        if isfile(path / DEFINITION):
             storage = Storage(path)
             found += [
                 path / rel for rel in filter(None, map(storage.latest, storage.directories()))
             ]
-        elif (path.parent / DEFINITION).is_file():
+        elif isfile(path.parent / DEFINITION):
             if latest := Storage(path.parent).latest(path.name):
                 found.append(path.parent / latest)
         elif held := _held(path):
@@ -724,13 +726,13 @@ def _held(folder: Path, depth: int = 2) -> list[Path]:
     """The runs, sweeps and folders of them in ``folder`` when it is no run itself (else none);
     a folder counts if it holds one within ``depth`` levels (``results/lr-drop/1e-4``), never
     through a link."""
-    if (folder / UPDATES).exists() or depth == 0:
+    if lexists(folder / UPDATES) or depth == 0:
         return []
     try:
         inside = sorted(folder.iterdir())
     except OSError:  # not a directory, or unreadable: the tools name it as a run
         return []
     return [
-        p for p in inside if (p / UPDATES).is_file() or (p / DEFINITION).is_file()
-        or (p.is_dir() and not p.is_symlink() and _held(p, depth - 1))
+        p for p in inside if isfile(p / UPDATES) or isfile(p / DEFINITION)
+        or (isdir(p) and not islink(p) and _held(p, depth - 1))
     ]  # fmt: skip

@@ -1,8 +1,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
+
+import pytest
 
 from pong.run.errors import printable
 from pong.run.metrics import UPDATES, MetricsLog
@@ -143,3 +148,34 @@ def test_a_sweep_stands_for_its_trials_latest_runs_and_its_own_files_are_no_run(
     (tmp_path / "link").symlink_to(tmp_path / "lr")  # not followed: once is enough
     assert runs_of([tmp_path]) == [tmp_path / "lr" / "1e-4", tmp_path / "run", *newest]
     assert runs_of([tmp_path / "not-a-run"]) == [tmp_path / "not-a-run"]  # its own error, later
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="runs the tool as another user (setpriv): needs root",
+)
+def test_an_unreadable_folder_beside_runs_is_passed_over_not_a_traceback() -> None:
+    """As a user who may not look into a folder of ``runs/`` (root reads everything, so the
+    tool runs as nobody): a PermissionError traceback, before the runs were read with
+    ``os.path``'s tests."""
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
+    if subprocess.run([*nobody, "-c", "import pong"], cwd=ROOT, capture_output=True).returncode:
+        pytest.skip("this Python or checkout is not readable by another user")
+    folder = Path(tempfile.mkdtemp(prefix="pong-compare-"))  # others may enter, unlike tmp_path
+    try:
+        folder.chmod(0o755)
+        (folder / "run").mkdir(mode=0o755)
+        log = MetricsLog(folder / "run")
+        log.write(_row(1), [])
+        log.close()
+        for name in os.listdir(folder / "run"):
+            (folder / "run" / name).chmod(0o644)
+        (folder / "locked").mkdir(mode=0o000)
+        done = subprocess.run(
+            [*nobody, "-m", "pong", "compare", str(folder)],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(folder)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert f"| {folder / 'run'} |" in done.stdout, done.stdout
