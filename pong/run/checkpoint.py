@@ -14,6 +14,7 @@ import json
 import re
 from contextlib import suppress
 from dataclasses import dataclass
+from os.path import exists, isdir, isfile
 from pathlib import Path
 
 import numpy as np
@@ -115,20 +116,20 @@ def load(path: PathLike, *, policy: bool = False) -> Checkpoint:
     """The checkpoint in ``path`` (or its run directory, or a sweep trial's latest run); with
     ``policy``, a policy file too, and a directory's ``POLICY_FILENAME`` where it holds no
     checkpoint (a shared agent's). Weights come back as float64, W1 column-major."""
-    path, why = Path(path), ""
-    if path.is_dir() and not (path / FILENAME).exists():
+    path, why = Path(path), ""  # os.path's tests: an unreadable path is read, and said so
+    if isdir(path) and not exists(path / FILENAME):
         from pong.run.sweep import DEFINITION, runs_of  # here: the sweep reads checkpoints
 
-        if (path.parent / DEFINITION).is_file():  # a sweep's trial: its latest run
+        if isfile(path.parent / DEFINITION):  # a sweep's trial: its latest run
             path = next(iter(runs_of([path])), path)
-        if (path / DEFINITION).is_file():
+        if isfile(path / DEFINITION):
             why = " (a sweep: name one of its trials)"
-        elif not policy and (path / POLICY_FILENAME).is_file():  # a shared agent's
+        elif not policy and isfile(path / POLICY_FILENAME):  # a shared agent's
             why = f" (it holds a policy file; to train it on: {command('--start-from', path)})"
         elif (inside := runs_of([path])) != [path]:  # runs/, say
             why = f" (a folder of runs: name one, such as {printable(inside[0])})"
-    if path.is_dir():  # a run directory, or a link to one
-        shared = policy and not (path / FILENAME).exists() and (path / POLICY_FILENAME).exists()
+    if isdir(path):  # a run directory, or a link to one
+        shared = policy and not exists(path / FILENAME) and exists(path / POLICY_FILENAME)
         path = path / (POLICY_FILENAME if shared else FILENAME)
     try:
         with open_file(path, MAX_BYTES) as f:

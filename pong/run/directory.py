@@ -342,8 +342,8 @@ def _sweep_of(path: Path) -> Path | None:
     written or through links, if any."""
     from pong.run.sweep import DEFINITION  # here: the sweep reads runs
 
-    for where in (path, Path(os.path.realpath(path))):
-        if found := [p for p in (where, *where.parents)[:4] if (p / DEFINITION).is_file()]:
+    for where in (path, Path(os.path.realpath(path))):  # os.path: an unreadable one is none
+        if found := [p for p in (where, *where.parents)[:4] if os.path.isfile(p / DEFINITION)]:
             return found[0]
     return None
 
