@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import ray
 
 from pong.core.schedule import Dealer
@@ -305,3 +306,23 @@ def rows_of(run_dir: Path, checkpoint) -> None:
         log.write(row, played)
         done = games
     log.close()
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
+
+
+@contextlib.contextmanager
+def nobody_s_folder() -> Iterator[Path]:
+    """A new folder under /tmp that any user may enter (tmp_path's parents are root's alone),
+    for commands run as nobody with ``NOBODY`` (root reads anything); a skip where that cannot
+    be (not root, no setpriv, or this Python unreadable to nobody)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("runs a command as another user (setpriv): needs root")
+    if subprocess.run([*NOBODY, "-c", "import pong"], cwd=ROOT, capture_output=True).returncode:
+        pytest.skip("this Python or checkout is not readable by another user")
+    folder = Path(tempfile.mkdtemp(prefix="pong-nobody-"))
+    try:
+        folder.chmod(0o777)
+        yield folder
+    finally:
+        shutil.rmtree(folder)

@@ -23,10 +23,12 @@ from pong.run.checkpoint import FILENAME, load, save, save_policy
 from pong.run.config import Config
 from tests.helpers import (
     BATCH_LINE,
+    NOBODY,
     ROOT,
     TOY,
     catches,
     free_port,
+    nobody_s_folder,
     processes,
     rows_of,
     run_driver,
@@ -598,10 +600,6 @@ def test_a_python_without_the_install_is_one_line_naming_it(program) -> None:
     )
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("setpriv") is None,
-    reason="runs as another user (setpriv): needs root",
-)
 @pytest.mark.parametrize(
     "argv",
     [
@@ -614,17 +612,10 @@ def test_a_python_without_the_install_is_one_line_naming_it(program) -> None:
 def test_a_path_its_user_may_not_read_is_one_line(argv) -> None:
     """pathlib's tests raise PermissionError where os.path's say False: export was a traceback,
     and --resume named a sweep.json it had looked for. Run as nobody (root reads anything)."""
-    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
-    if subprocess.run([*nobody, "-c", "import pong"], cwd=ROOT, capture_output=True).returncode:
-        pytest.skip("this Python or checkout is not readable by another user")
-    tmp = Path(tempfile.mkdtemp(prefix="pong-private-"))  # others may enter, unlike tmp_path
-    try:
-        tmp.chmod(0o777)
+    with nobody_s_folder() as tmp:
         (tmp / "private").mkdir(mode=0o700)  # root's: nobody may look in
         argv = [a.format(p=tmp / "private", tmp=tmp) for a in argv]
-        done = subprocess.run([*nobody, *argv], cwd=ROOT, capture_output=True, text=True)
-    finally:
-        shutil.rmtree(tmp)
+        done = subprocess.run([*NOBODY, *argv], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode in (1, 2) and done.stderr.count("\n") == 1, done.stderr
     assert "Permission denied" in done.stderr and "sweep.json" not in done.stderr, done.stderr
 

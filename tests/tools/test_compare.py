@@ -1,18 +1,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
-
-import pytest
 
 from pong.run.errors import printable
 from pong.run.metrics import UPDATES, MetricsLog
 from pong.tools.compare import MARKS, figures, main, table
-from tests.helpers import ROOT
+from tests.helpers import NOBODY, ROOT, nobody_s_folder
 from tests.run.test_metrics import _row, odd_run, run_module
 
 
@@ -150,20 +145,11 @@ def test_a_sweep_stands_for_its_trials_latest_runs_and_its_own_files_are_no_run(
     assert runs_of([tmp_path / "not-a-run"]) == [tmp_path / "not-a-run"]  # its own error, later
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("setpriv") is None,
-    reason="runs the tool as another user (setpriv): needs root",
-)
 def test_an_unreadable_folder_beside_runs_is_passed_over_not_a_traceback() -> None:
     """As a user who may not look into a folder of ``runs/`` (root reads everything, so the
     tool runs as nobody): a PermissionError traceback, before the runs were read with
     ``os.path``'s tests."""
-    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
-    if subprocess.run([*nobody, "-c", "import pong"], cwd=ROOT, capture_output=True).returncode:
-        pytest.skip("this Python or checkout is not readable by another user")
-    folder = Path(tempfile.mkdtemp(prefix="pong-compare-"))  # others may enter, unlike tmp_path
-    try:
-        folder.chmod(0o755)
+    with nobody_s_folder() as folder:
         (folder / "run").mkdir(mode=0o755)
         log = MetricsLog(folder / "run")
         log.write(_row(1), [])
@@ -172,10 +158,8 @@ def test_an_unreadable_folder_beside_runs_is_passed_over_not_a_traceback() -> No
             (folder / "run" / name).chmod(0o644)
         (folder / "locked").mkdir(mode=0o000)
         done = subprocess.run(
-            [*nobody, "-m", "pong", "compare", str(folder)],
+            [*NOBODY, "-m", "pong", "compare", str(folder)],
             cwd=ROOT, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
-    finally:
-        shutil.rmtree(folder)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert f"| {folder / 'run'} |" in done.stdout, done.stdout
