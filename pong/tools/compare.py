@@ -7,6 +7,7 @@ steps/s; then each figure's median and range. RESULTS.md quotes it; a test regen
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pathlib import Path
 from pong.run.config import path as nonempty_path
 from pong.run.errors import OneLineParser, printable, say_error
 from pong.run.metrics import Passed, summary
-from pong.run.sweep import runs_of
+from pong.run.sweep import DEFINITION, runs_of
 
 __all__ = ["MARKS", "Figures", "check_distinct", "figures", "table"]
 
@@ -35,10 +36,12 @@ class Figures:
 
 
 def figures(run_dir: str | Path) -> Figures:
-    """The figures of the run in ``run_dir`` (``ValueError`` if it has no metrics)."""
-    run = summary(run_dir, MARKS)
+    """The figures of the run in ``run_dir`` (``ValueError`` if it has no metrics), named as
+    given, or a sweep's trial by the trial (not its ``checkpoint_N``)."""
+    run, path = summary(run_dir, MARKS), Path(run_dir)
+    name = path.parent if os.path.isfile(path.parent.parent / DEFINITION) else path
     last = int(run.last["update"]), float(run.last["running_mean"])
-    return Figures(str(Path(run_dir)), tuple(map(run.passed.get, MARKS)), *last, run.steps_per_s)
+    return Figures(str(name), tuple(map(run.passed.get, MARKS)), *last, run.steps_per_s)
 
 
 def _count(x: float) -> str:

@@ -163,3 +163,18 @@ def test_an_unreadable_folder_beside_runs_is_passed_over_not_a_traceback() -> No
         )  # fmt: skip
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert f"| {folder / 'run'} |" in done.stdout, done.stdout
+
+
+def test_a_sweep_s_trial_is_named_by_the_trial_not_its_checkpoint(tmp_path, capsys) -> None:
+    """Its rows said ``SWEEP/TRIAL/checkpoint_000003`` (a newcomer's find)."""
+    from tests.run.test_storage import trial_checkpoint
+
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text("{}")
+    log = MetricsLog(trial_checkpoint(sweep, "a-seed1", 3, 1))
+    log.write(_row(1), [])
+    log.close()
+    assert main([str(sweep)]) == 0
+    out = capsys.readouterr().out
+    assert f"| {sweep / 'a-seed1'} |" in out and "checkpoint_" not in out, out
