@@ -113,7 +113,8 @@ def require_install(prog: str) -> None:
     Python without the README's install (``python3``, not ``.venv/bin/python``)."""
     from importlib.util import find_spec
 
-    if missing := [m for m in ("numpy", "ray", "gymnasium", "ale_py") if find_spec(m) is None]:
+    needed = ("numpy", "ray", "gymnasium", "ale_py", "PIL", "tensorboardX", "safetensors")
+    if missing := [m for m in needed if find_spec(m) is None]:  # pyproject.toml's dependencies
         said = f"{sys.executable} has no {missing[0]!r} module; run it with the Python of the"
         say_error(prog, f"{said} README's install (.venv/bin/python)")
         sys.exit(1)
