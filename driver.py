@@ -174,9 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         stops.ending = True
         code = interrupted(stops.received, "; shutting down Ray" if ray.is_initialized() else "")
         if stops.last_line is None and run is not None and run.saved is not None:  # Ray starting
-            saved, goal = run.saved, options.until_mean
+            goal = options.until_mean
             stops.last_line = farewell(
-                run, saved, saved.updates, address, goal, __file__, options.updates
+                run, None, run.saved_at, address, goal, __file__, options.updates
             )
         # Its workers' last lines, if any, come before the resume hint; but a SIGTERM has a
         # deadline (`ray job stop` kills 3 s later, a slow shutdown included): the hint first

@@ -81,12 +81,14 @@ def batch_line(update: Update, trainer: Trainer) -> str:
 
 
 def farewell(
-    run: Run, trainer: Trainer | State, first: int, address=None, until_mean=None,
+    run: Run, trainer: Trainer | None, first: int, address=None, until_mean=None,
     script="driver.py", updates: int | None = None,
 ) -> str:  # fmt: skip
-    """The last line: what the run did (``trainer``'s counts) and, once saved, how to continue
-    it (on the cluster at ``address``, with ``script``, to ``until_mean``, for what is left of
+    """The last line: what the run did (``trainer``'s counts; ``None``, stopped before the
+    workers were up: the checkpoint's, or none) and, once saved, how to continue it (on the
+    cluster at ``address``, with ``script``, to ``until_mean``, for what is left of
     ``updates``)."""
+    trainer = trainer or run.saved or State({}, {}, 0, 0, 0, None, None)
     n, best = trainer.updates, trainer.best_running_mean
     line = f"Done: {n} update{'s' * (n != 1)} ({n - first} in this run), {trainer.games} games"
     line += "" if best is None else f", best running mean {best:.2f}"

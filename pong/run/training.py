@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from pong.core.state import State
 from pong.core.train import Trainer, Update
 from pong.run.cluster import ClusterError
 from pong.run.config import Options, hyperparameters
@@ -62,10 +61,8 @@ def train(
         stops.ending = True  # the last save: a stop from here on is only counted
         run.close(trainer)
         error = sys.exc_info()[0]
-        # Stopped while the workers started: the counts are the checkpoint's, or none
-        counts = trainer or run.saved or State({}, {}, 0, 0, 0, None, None)
         if trainer is not None or error in (KeyboardInterrupt, BrokenPipeError):  # a stop
-            done = farewell(run, counts, first, address, options.until_mean, script, updates)
+            done = farewell(run, trainer, first, address, options.until_mean, script, updates)
             stops.last_line = done  # a stop prints it last, after Ray's lines; a closed output
             if error is not KeyboardInterrupt and (error is None or run.kept):  # on stderr
                 print(done, flush=True)  # (a failure that kept nothing: its line says so)
